@@ -1,0 +1,58 @@
+"""The ``routewatch`` command line.
+
+Subcommands are contributed by the packages that implement them through the
+``routewatch.commands`` entry-point group: each entry point names a function
+``register(subparsers)`` that adds one subcommand and sets its ``handler(args) -> int`` with
+``set_defaults``. The core never imports emitter, streaming or api by name, and ``--help``
+lists exactly the subcommands that are installed and work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+
+from routewatch.errors import RoutewatchError
+
+__all__ = ["COMMAND_GROUP", "build_parser", "main"]
+
+COMMAND_GROUP = "routewatch.commands"
+
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser with every installed subcommand, in name order."""
+    parser = argparse.ArgumentParser(
+        prog="routewatch",
+        description="Watch Apache RocketMQ topic routes converge, and alert when they do not.",
+    )
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for ep in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        register: Register = ep.load()
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; user errors are printed as one sentence with exit status 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args))
+    except RoutewatchError as exc:
+        print(f"routewatch: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("routewatch: interrupted.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

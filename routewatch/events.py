@@ -1,0 +1,151 @@
+"""The event contract, version 1 (``shared/events.md``), defined once.
+
+The dataclasses below are the only definition of the contract. Everything else derives from
+them: the wire form (:mod:`routewatch.codec`), validation with precise reasons
+(:mod:`routewatch.validation`), and the Spark schema (``streaming.schema``). A field's
+presence rule is carried in its metadata:
+
+- no mark: required; a type of ``X | None`` means the key must be present and may be null;
+- ``optional()``: the key may be absent (an explicit null counts as absent);
+- ``optional(unless_role="producer")``: optional for consumers, required for producers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "CONTRACT_VERSION",
+    "EVENT_CLASSES",
+    "DeliveredStatus",
+    "Envelope",
+    "Event",
+    "Heartbeat",
+    "PullResult",
+    "QueueData",
+    "Role",
+    "RoutePull",
+    "Send",
+    "SendStatus",
+    "TopicConfig",
+    "optional",
+]
+
+CONTRACT_VERSION = 1
+
+PullResult = Literal["SUCCESS", "TOPIC_NOT_EXIST", "NO_NAMESRV", "TIMEOUT"]
+Role = Literal["producer", "consumer"]
+SendStatus = Literal[
+    "SEND_OK",
+    "FLUSH_DISK_TIMEOUT",
+    "FLUSH_SLAVE_TIMEOUT",
+    "SLAVE_NOT_AVAILABLE",
+    "NO_ROUTE_INFO",
+    "NO_NAMESRV",
+    "TOPIC_NOT_EXIST",
+    "TIMEOUT",
+]
+DeliveredStatus = frozenset(
+    {"SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
+)
+
+
+def optional(default: Any = None, *, unless_role: str | None = None) -> Any:
+    """A field whose key may be absent (optional for every source, or unless ``role`` is given)."""
+    return field(default=default, metadata={"optional": True, "unless_role": unless_role})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicConfig:
+    """One topic in a broker's registration: its queue counts and permission bits."""
+
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueData:
+    """One broker's share of a topic route returned by a NameServer."""
+
+    broker: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Envelope:
+    """Fields every event carries; ``type`` and ``v`` are written from the class."""
+
+    TYPE: ClassVar[str]
+    ts: int
+    cluster: str
+    event_id: str
+    seq: int | None = optional()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat(Envelope):
+    """A broker's registration with one NameServer."""
+
+    TYPE: ClassVar[str] = "heartbeat"
+    broker: str
+    broker_addr: str
+    broker_id: int
+    namesrv: str
+    auto_create_topic_enable: bool
+    default_topic_queue_nums: int
+    full: bool
+    topics: dict[str, TopicConfig]
+    data_version: str | None = optional()
+    part: int | None = optional()
+    parts: int | None = optional()
+    shutdown: bool | None = optional()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoutePull(Envelope):
+    """A client asked a NameServer (or had none to ask) for a topic's route."""
+
+    TYPE: ClassVar[str] = "route_pull"
+    client_id: str
+    group: str
+    role: Role
+    namesrv: str | None
+    topic: str
+    result: PullResult
+    queues: list[QueueData]
+    via_default: bool | None = optional(unless_role="producer")
+    create_topic_key: str | None = optional(unless_role="producer")
+    client_default_topic_queue_nums: int | None = optional(unless_role="producer")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Send(Envelope):
+    """The outcome of one send."""
+
+    TYPE: ClassVar[str] = "send"
+    client_id: str
+    group: str
+    topic: str
+    broker: str | None
+    queue_id: int | None
+    default_topic: str
+    default_topic_queue_nums: int
+    status: SendStatus
+    auto_created: bool | None = optional()
+
+
+Event = Heartbeat | RoutePull | Send
+
+EVENT_CLASSES: dict[str, type[Heartbeat] | type[RoutePull] | type[Send]] = {
+    cls.TYPE: cls for cls in (Heartbeat, RoutePull, Send)
+}
+
+
+def is_optional(f: dataclasses.Field[Any]) -> bool:
+    """Whether a contract field's key may be absent for some source."""
+    return bool(f.metadata.get("optional", False))

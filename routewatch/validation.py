@@ -1,0 +1,135 @@
+"""Validation of decoded JSON against the contract, with a precise reason for bad input.
+
+Reasons are a small fixed set (:data:`BAD_INPUT_REASONS`), so they can label a metric; the
+``detail`` says exactly which field was wrong and how, for the operator reading quarantine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from routewatch.events import CONTRACT_VERSION
+from routewatch.wire import WireField, wire_fields
+
+__all__ = ["BAD_INPUT_REASONS", "BadInput", "validate"]
+
+BAD_INPUT_REASONS: Final = (
+    "not_json",
+    "not_object",
+    "unknown_version",
+    "unknown_type",
+    "missing_field",
+    "wrong_type",
+    "bad_value",
+)
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_EXPECTED = {
+    "int": "an int",
+    "str": "a string",
+    "bool": "a bool",
+    "map": "an object",
+    "array": "an array",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BadInput:
+    """Why one input is not a contract event: a reason from the fixed set, and a sentence."""
+
+    reason: str
+    detail: str
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    return {int: "int", float: "float", str: "string", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _wrong(path: str, expected: str, value: Any) -> BadInput:
+    return BadInput("wrong_type", f"{path} must be {expected}, got {_type_name(value)}")
+
+
+def _check_value(f: WireField, value: Any, path: str) -> BadInput | None:
+    kind = f.kind
+    if kind == "int":
+        if type(value) is not int:
+            return _wrong(path, _EXPECTED[kind], value)
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            return BadInput("wrong_type", f"{path} is outside the 64-bit integer range")
+    elif kind == "str":
+        if type(value) is not str:
+            return _wrong(path, _EXPECTED[kind], value)
+        if f.choices is not None and value not in f.choices:
+            allowed = ", ".join(sorted(f.choices))
+            return BadInput("bad_value", f"{path} is {value!r}, not one of {allowed}")
+    elif kind == "bool":
+        if type(value) is not bool:
+            return _wrong(path, _EXPECTED[kind], value)
+    elif kind == "map":
+        if type(value) is not dict:
+            return _wrong(path, _EXPECTED[kind], value)
+        for key, item in value.items():
+            bad = _check_record(f.nested, item, f"{path}[{key!r}]")
+            if bad is not None:
+                return bad
+    elif kind == "array":
+        if type(value) is not list:
+            return _wrong(path, _EXPECTED[kind], value)
+        for i, item in enumerate(value):
+            bad = _check_record(f.nested, item, f"{path}[{i}]")
+            if bad is not None:
+                return bad
+    return None
+
+
+def _check_record(
+    fields: tuple[WireField, ...], obj: Any, path: str, role: Any = None
+) -> BadInput | None:
+    if type(obj) is not dict:
+        return _wrong(path, "an object", obj)
+    for f in fields:
+        value = obj.get(f.name)
+        where = f"{path}.{f.name}"
+        if f.name not in obj or (value is None and f.optional):
+            required = not f.optional or (f.unless_role is not None and f.unless_role == role)
+            if required:
+                return BadInput("missing_field", f"{where} is missing")
+            continue
+        if value is None:
+            if f.nullable:
+                continue
+            return _wrong(where, _EXPECTED[f.kind], value)
+        bad = _check_value(f, value, where)
+        if bad is not None:
+            return bad
+    return None
+
+
+def validate(obj: Any) -> BadInput | None:
+    """Return why ``obj`` (decoded JSON) is not a contract event, or None when it is one.
+
+    Unknown extra fields are ignored. An explicit null in an optional field counts as absent.
+    """
+    if type(obj) is not dict:
+        return BadInput("not_object", f"an event must be a JSON object, got {_type_name(obj)}")
+    version = obj.get("v")
+    if type(version) is not int or version != CONTRACT_VERSION:
+        if "v" not in obj:
+            return BadInput("missing_field", "event.v is missing")
+        return BadInput("unknown_version", f"event.v is {version!r}; this monitor reads version 1")
+    event_type = obj.get("type")
+    if event_type not in ("heartbeat", "route_pull", "send"):
+        if "type" not in obj:
+            return BadInput("missing_field", "event.type is missing")
+        return BadInput(
+            "unknown_type",
+            f"event.type is {event_type!r}, not one of heartbeat, route_pull, send",
+        )
+    return _check_record(wire_fields(event_type), obj, event_type, obj.get("role"))

@@ -1,0 +1,39 @@
+"""The test harness: one Spark session and one real Kafka broker per test session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.kafka import API_VERSION, KafkaBroker, running_broker
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """A local[2] Spark session: UI off, UTC, 2 shuffle partitions, RocksDB state store."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from streaming.session import spark_session
+
+    session = spark_session("local[2]", "routewatch-tests")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    """A real Apache Kafka 0.9.0.1 broker with ZooKeeper on free 127.0.0.1 ports."""
+    with running_broker() as broker:
+        yield broker
+
+
+@pytest.fixture
+def kafka_env(kafka_broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch) -> KafkaBroker:
+    """Point the ROUTEWATCH_KAFKA_* settings at the test broker."""
+    monkeypatch.setenv("ROUTEWATCH_KAFKA_BOOTSTRAP", kafka_broker.bootstrap)
+    monkeypatch.setenv("ROUTEWATCH_KAFKA_API_VERSION", ".".join(map(str, API_VERSION)))
+    return kafka_broker
