@@ -22,7 +22,11 @@ def test_help_lists_exactly_the_installed_commands() -> None:
     )
 
     commands_section = result.stdout.split("commands:", 1)[1]
-    listed = sorted(line.split()[0] for line in commands_section.splitlines()[2:] if line.strip())
+    listed = sorted(
+        line.split()[0]
+        for line in commands_section.splitlines()[2:]
+        if line.startswith("    ") and not line.startswith("     ")
+    )
     assert listed == installed
     for name in installed:
         sub = subprocess.run(

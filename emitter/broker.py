@@ -1,0 +1,205 @@
+"""A broker: its topic table, its registrations with every NameServer, and auto-creation.
+
+Modelled on ``BrokerController`` (registration at start, then every 30 s after a first 10 s),
+``TopicConfigManager.createTopicInSendMessageMethod`` (auto-creation from the template named by
+the send) and ``registerIncrementBrokerData`` (immediate registration of a created topic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from emitter.namesrv import NameServer
+from emitter.sim import Simulation, Timer
+from routewatch.events import Heartbeat, TopicConfig
+from routewatch.rocketmq import (
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    REGISTER_PERIOD_MS,
+    TBW102,
+)
+
+__all__ = ["FIRST_REGISTER_DELAY_MS", "Broker", "SendResult"]
+
+FIRST_REGISTER_DELAY_MS = 10_000
+"""The periodic registration first fires 10 s after start (after the one at start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    status: str
+    auto_created: bool = False
+
+
+class Broker:
+    """One broker process (a master when ``broker_id`` is 0), state kept across restarts."""
+
+    def __init__(
+        self,
+        sim: Simulation,
+        *,
+        cluster: str,
+        name: str,
+        broker_id: int,
+        addr: str,
+        namesrvs: Iterable[NameServer],
+        auto_create: bool = True,
+        default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+        register_period_ms: int = REGISTER_PERIOD_MS,
+        split_size: int | None = None,
+    ) -> None:
+        self.sim = sim
+        self.cluster = cluster
+        self.name = name
+        self.broker_id = broker_id
+        self.addr = addr
+        self.namesrvs = list(namesrvs)
+        self.auto_create = auto_create
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.register_period_ms = min(max(register_period_ms, 10_000), 60_000)
+        self.split_size = split_size
+        self.topics: dict[str, TopicConfig] = {}  # persisted, like topics.json
+        self.running = False
+        self.unreachable: set[str] = set()
+        self._version_counter = 0
+        self._version = self._new_version()
+        self._timer: Timer | None = None
+
+    @property
+    def source(self) -> str:
+        return f"{self.name}-{self.broker_id}"
+
+    def _new_version(self) -> str:
+        self._version_counter += 1
+        return f"{self.sim.now}-{self._version_counter}"
+
+    def _changed(self) -> None:
+        self._version = self._new_version()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self, auto_create: bool | None = None) -> None:
+        """Start (or restart with a new ``autoCreateTopicEnable``), keeping the topic table."""
+        if auto_create is not None:
+            self.auto_create = auto_create
+        if self.auto_create and TBW102 not in self.topics:
+            q = self.default_topic_queue_nums
+            self.topics[TBW102] = TopicConfig(
+                read_queue_nums=q, write_queue_nums=q, perm=PERM_INHERIT | PERM_READ | PERM_WRITE
+            )
+            self._changed()
+        self.running = True
+        self.register_all()
+        self._timer = self.sim.every(
+            self.register_period_ms, self.register_all, FIRST_REGISTER_DELAY_MS
+        )
+
+    def _halt(self) -> None:
+        self.running = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def die(self) -> None:
+        """The process dies: it simply stops registering."""
+        self._halt()
+
+    def shutdown(self) -> None:
+        """Clean shutdown: unregister from every reachable NameServer, then stop."""
+        self._register({}, full=True, shutdown=True)
+        self._halt()
+
+    def lose_namesrv(self, addr: str) -> None:
+        """Registrations to this NameServer stop arriving (network, or a wrong namesrvAddr)."""
+        self.unreachable.add(addr)
+
+    def regain_namesrv(self, addr: str) -> None:
+        self.unreachable.discard(addr)
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def register_all(self) -> None:
+        """The periodic full registration, split in parts when the table is large."""
+        if not self.running:
+            return
+        names = sorted(self.topics)
+        size = self.split_size
+        if size is None or len(names) <= size:
+            self._register(self.topics, full=True)
+            return
+        chunks = [names[i : i + size] for i in range(0, len(names), size)]
+        for part, chunk in enumerate(chunks):
+            self._register(
+                {t: self.topics[t] for t in chunk}, full=True, part=part, parts=len(chunks)
+            )
+
+    def _register(
+        self,
+        topics: dict[str, TopicConfig],
+        *,
+        full: bool,
+        part: int | None = None,
+        parts: int | None = None,
+        shutdown: bool = False,
+    ) -> None:
+        for ns in self.namesrvs:
+            if ns.addr in self.unreachable:
+                continue
+            hb = Heartbeat(
+                **self.sim.envelope(self.cluster, self.source),
+                broker=self.name,
+                broker_addr=self.addr,
+                broker_id=self.broker_id,
+                namesrv=ns.addr,
+                auto_create_topic_enable=self.auto_create,
+                default_topic_queue_nums=self.default_topic_queue_nums,
+                full=full,
+                topics=dict(topics),
+                data_version=self._version,
+                part=part,
+                parts=parts,
+                shutdown=True if shutdown else None,
+            )
+            self.sim.emit(hb)
+            ns.register(hb)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def upsert_topic(
+        self, topic: str, read: int, write: int, perm: int = PERM_READ | PERM_WRITE
+    ) -> None:
+        """``mqadmin updateTopic`` on this broker: change the table, register it at once."""
+        config = TopicConfig(read_queue_nums=read, write_queue_nums=write, perm=perm)
+        self.topics[topic] = config
+        self._changed()
+        if self.running:
+            self._register({topic: config}, full=False)
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete from this broker's table; NameServers learn at the next full registration."""
+        if self.topics.pop(topic, None) is not None:
+            self._changed()
+
+    def receive_send(self, topic: str, default_topic: str, default_queue_nums: int) -> SendResult:
+        """Handle one send request; auto-create ``topic`` from the template when allowed."""
+        if not self.running:
+            return SendResult("TIMEOUT")
+        if topic in self.topics:
+            return SendResult("SEND_OK")
+        template = self.topics.get(default_topic)
+        inherit = template is not None and template.perm & PERM_INHERIT
+        if default_topic == TBW102 and not self.auto_create:
+            inherit = False  # the broker strips INHERIT from TBW102 when auto-creation is off
+        if template is None or not inherit:
+            return SendResult("TOPIC_NOT_EXIST")
+        q = min(default_queue_nums, template.write_queue_nums)
+        config = TopicConfig(
+            read_queue_nums=q, write_queue_nums=q, perm=template.perm & ~PERM_INHERIT
+        )
+        self.topics[topic] = config
+        self._changed()
+        self._register({topic: config}, full=False)
+        return SendResult("SEND_OK", auto_created=True)

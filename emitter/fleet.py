@@ -1,0 +1,226 @@
+"""The fleet generator: a large, healthy deployment's traffic, streamed in time order.
+
+Where the scenario model simulates every broker, NameServer and client object, the fleet
+generator writes the same events for a steady state directly, so that traces of several GB come
+out at well over 100,000 events/s without being held in memory:
+
+- every broker of a cluster holds every topic of the cluster (production settings:
+  ``autoCreateTopicEnable=false``, so no TBW102), and registers its whole table with every
+  NameServer every 30 s, split in parts of ``part_size`` topics sharing one ``data_version``;
+  the brokers have been running for a while, so their registration times are spread over the
+  30 s period;
+- every producer refreshes the routes of its topics every 30 s (and of its ``createTopicKey``,
+  which production brokers do not have: that pull fails, as in RocketMQ);
+- sends go round-robin over the producers, their topics, and the brokers' queues.
+
+Static parts of the events (topic tables, routes) are encoded once and spliced in.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import orjson
+
+from emitter.sim import DEFAULT_START_MS
+from routewatch.rocketmq import (
+    CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
+    PERM_READ,
+    PERM_WRITE,
+    POLL_NAMESRV_INTERVAL_MS,
+    REGISTER_PERIOD_MS,
+    SPLIT_REGISTRATION_SIZE,
+    TBW102,
+)
+
+__all__ = ["FleetSpec", "generate_fleet"]
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """The fleet's size; the defaults are the reference fleet the benchmarks use."""
+
+    clusters: int = 10
+    brokers: int = 10
+    topics: int = 10_000
+    namesrvs: int = 2
+    part_size: int = SPLIT_REGISTRATION_SIZE
+    producers: int = 1_000
+    topics_per_producer: int = 10
+    send_rate: int = 10_000
+    duration: int = 60
+    queues: int = 8
+    seed: int = 0
+    start_ms: int = DEFAULT_START_MS
+
+    OPTIONS: ClassVar[dict[str, str]] = {
+        "clusters": "number of clusters",
+        "brokers": "master brokers per cluster",
+        "topics": "topics per cluster, each on every broker of its cluster",
+        "namesrvs": "NameServers, shared by every cluster",
+        "part_size": "topics per part of a split registration",
+        "producers": "producers, spread over the clusters",
+        "topics_per_producer": "topics each producer uses and refreshes",
+        "send_rate": "sends per second, over the whole fleet",
+        "duration": "seconds of traffic to generate",
+        "queues": "read and write queues of every topic on every broker",
+    }
+
+    def cluster_name(self, c: int) -> str:
+        return f"Cluster{c:02d}"
+
+    def broker_name(self, c: int, b: int) -> str:
+        return f"cluster{c:02d}-broker-{b:02d}"
+
+    def topic_name(self, c: int, t: int) -> str:
+        return f"cluster{c:02d}-topic-{t:05d}"
+
+
+def _splice(head: dict[str, Any], name: str, blob: bytes) -> bytes:
+    """``head`` encoded, with ``"name": blob`` (already-encoded JSON) as its last field."""
+    return orjson.dumps(head)[:-1] + b',"' + name.encode() + b'":' + blob + b"}"
+
+
+def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
+    """Write the fleet's events in (ts, seq) order, one encoded line per call; return the count."""
+    rng = random.Random(spec.seed)
+    start = spec.start_ms
+    namesrvs = [f"10.0.0.{100 + n}:9876" for n in range(spec.namesrvs)]
+    perm = PERM_READ | PERM_WRITE
+    config = {"read_queue_nums": spec.queues, "write_queue_nums": spec.queues, "perm": perm}
+
+    # Work due at each instant of the 30 s cycle: ("hb", c, b) or ("pull", p).
+    schedule: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    parts_of: list[list[bytes]] = []
+    route_of: list[bytes] = []
+    for c in range(spec.clusters):
+        names = sorted(spec.topic_name(c, t) for t in range(spec.topics))
+        chunks = [names[i : i + spec.part_size] for i in range(0, len(names), spec.part_size)]
+        parts_of.append([orjson.dumps(dict.fromkeys(chunk, config)) for chunk in chunks])
+        route_of.append(
+            orjson.dumps(
+                [{"broker": spec.broker_name(c, b), **config} for b in range(spec.brokers)]
+            )
+        )
+        for b in range(spec.brokers):
+            schedule[rng.randrange(REGISTER_PERIOD_MS)].append(("hb", c, b))
+
+    producers: list[tuple[str, str, str, list[str]]] = []
+    for p in range(spec.producers):
+        c = p % spec.clusters
+        picks = rng.sample(range(spec.topics), min(spec.topics_per_producer, spec.topics))
+        client_id = f"10.{1 + p // 65536}.{p // 256 % 256}.{p % 256}@{1000 + p}"
+        producers.append(
+            (
+                spec.cluster_name(c),
+                client_id,
+                f"group-{p:04d}",
+                [spec.topic_name(c, t) for t in picks],
+            )
+        )
+        schedule[rng.randrange(POLL_NAMESRV_INTERVAL_MS)].append(("pull", p))
+
+    seq = 0
+    count = 0
+
+    def heartbeats(ts: int, c: int, b: int) -> None:
+        nonlocal seq, count
+        cluster, broker = spec.cluster_name(c), spec.broker_name(c, b)
+        parts = parts_of[c]
+        for ns in namesrvs:
+            for part, blob in enumerate(parts):
+                seq += 1
+                head: dict[str, Any] = {
+                    "v": 1,
+                    "type": "heartbeat",
+                    "ts": ts,
+                    "cluster": cluster,
+                    "event_id": f"{broker}-0-{seq}",
+                    "seq": seq,
+                    "broker": broker,
+                    "broker_addr": f"10.{100 + c}.0.{b}:10911",
+                    "broker_id": 0,
+                    "namesrv": ns,
+                    "auto_create_topic_enable": False,
+                    "default_topic_queue_nums": 8,
+                    "full": True,
+                    "data_version": f"{start}-1",
+                }
+                if len(parts) > 1:
+                    head["part"], head["parts"] = part, len(parts)
+                write_line(_splice(head, "topics", blob))
+                count += 1
+
+    def pulls(ts: int, p: int) -> None:
+        nonlocal seq, count
+        cluster, client_id, group, topics = producers[p]
+        c = p % spec.clusters
+        ns = namesrvs[p % len(namesrvs)]
+        for topic in (*topics, TBW102):
+            seq += 1
+            ok = topic != TBW102
+            head: dict[str, Any] = {
+                "v": 1,
+                "type": "route_pull",
+                "ts": ts,
+                "cluster": cluster,
+                "event_id": f"{client_id}-{seq}",
+                "seq": seq,
+                "client_id": client_id,
+                "group": group,
+                "role": "producer",
+                "namesrv": ns,
+                "topic": topic,
+                "result": "SUCCESS" if ok else "TOPIC_NOT_EXIST",
+                "via_default": False,
+                "create_topic_key": TBW102,
+                "client_default_topic_queue_nums": CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
+            }
+            write_line(_splice(head, "queues", route_of[c] if ok else b"[]"))
+            count += 1
+
+    dumps = orjson.dumps
+    n_producers = len(producers)
+    owed = 0.0
+    per_ms = spec.send_rate / 1000
+    sent = 0
+    for offset in range(spec.duration * 1000):
+        ts = start + offset
+        for work in schedule.get(offset % REGISTER_PERIOD_MS, ()):
+            if work[0] == "hb":
+                heartbeats(ts, work[1], work[2])
+            else:
+                pulls(ts, work[1])
+        owed += per_ms
+        while owed >= 1 and n_producers:
+            owed -= 1
+            cluster, client_id, group, topics = producers[sent % n_producers]
+            c = sent % n_producers % spec.clusters
+            seq += 1
+            write_line(
+                dumps(
+                    {
+                        "v": 1,
+                        "type": "send",
+                        "ts": ts,
+                        "cluster": cluster,
+                        "event_id": f"{client_id}-{seq}",
+                        "seq": seq,
+                        "client_id": client_id,
+                        "group": group,
+                        "topic": topics[sent // n_producers % len(topics)],
+                        "broker": spec.broker_name(c, sent % spec.brokers),
+                        "queue_id": sent // spec.brokers % spec.queues,
+                        "default_topic": TBW102,
+                        "default_topic_queue_nums": CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
+                        "status": "SEND_OK",
+                    }
+                )
+            )
+            sent += 1
+            count += 1
+    return count

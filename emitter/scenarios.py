@@ -1,0 +1,361 @@
+"""The scenario library: named deployments and scripts, each with the alerts it must end with.
+
+Every scenario runs on one cluster, ``DefaultCluster``, with brokers ``broker-a`` and
+``broker-b`` (masters) unless it says otherwise, one NameServer, and clients started at time 0
+(so a producer refreshes its routes at 0.01 s, 30.01 s, 60.01 s, ...). Times are seconds from
+the start. The expected alerts are those a correct monitor (``shared/alerts.md``) holds at the
+end of the trace, open or resolved; they hold for every seed, because each script places its
+sends relative to the refresh timer, not at random.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from emitter.world import DEFAULT_CLUSTER, World
+from routewatch.alerts import AlertKind, AlertState, NoRouteCause, Severity
+from routewatch.events import Event
+from routewatch.rocketmq import PERM_READ, PERM_WRITE, TBW102
+
+__all__ = ["SCENARIOS", "ExpectedAlert", "Scenario", "scenario_names"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedAlert:
+    """One alert a correct monitor ends with, in the terms of the alert catalogue."""
+
+    kind: AlertKind
+    state: AlertState
+    severity: Severity
+    topic: str | None = None
+    broker: str | None = None
+    broker_id: int | None = None
+    cause: NoRouteCause | None = None
+    cluster: str = DEFAULT_CLUSTER
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named script over a :class:`World`, run for ``duration_s`` seconds."""
+
+    name: str
+    summary: str
+    duration_s: int
+    script: Callable[[World], None]
+    expected: tuple[ExpectedAlert, ...] = field(default=())
+
+    def world(self, seed: int = 0, sink: Callable[[Event], None] | None = None) -> World:
+        """The scenario's world, scripted but not yet run."""
+        world = World(seed, sink=sink)
+        self.script(world)
+        return world
+
+    def run(self, seed: int = 0, sink: Callable[[Event], None] | None = None) -> list[Event]:
+        """Run the whole scenario; returns its events (empty when ``sink`` takes them)."""
+        return self.world(seed, sink).run(self.duration_s)
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario_names() -> list[str]:
+    return list(SCENARIOS)
+
+
+def _scenario(
+    name: str, duration_s: int, *expected: ExpectedAlert
+) -> Callable[[Callable[[World], None]], Callable[[World], None]]:
+    def register(script: Callable[[World], None]) -> Callable[[World], None]:
+        summary = (script.__doc__ or "").strip().splitlines()[0]
+        SCENARIOS[name] = Scenario(name, summary, duration_s, script, tuple(expected))
+        return script
+
+    return register
+
+
+def _two_brokers(w: World, *, auto_create: bool = True, namesrvs: int = 1) -> None:
+    for _ in range(namesrvs):
+        w.add_namesrv()
+    w.add_broker("broker-a", auto_create=auto_create)
+    w.add_broker("broker-b", auto_create=auto_create)
+
+
+T = "TopicA"
+
+
+def _stuck(topic: str = T, *, at_risk: bool = True) -> tuple[ExpectedAlert, ...]:
+    out: tuple[ExpectedAlert, ...] = (
+        ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic=topic),
+    )
+    if at_risk:
+        out += (ExpectedAlert("AT_RISK", "resolved", "warning", topic=topic),)
+    return out
+
+
+@_scenario("one-send-then-silence", 300, *_stuck())
+def one_send_then_silence(w: World) -> None:
+    """One send to a new topic at 5 s, then nothing: after the 30 s refresh it stays on one broker.
+
+    The template route covers both brokers for 25 s while only one holds the topic (AT_RISK),
+    then the refresh collapses it (PARTIAL_COVERAGE, critical: k = 1).
+    """
+    _two_brokers(w)
+    p = w.add_producer()
+    w.at(5, lambda: p.send(T))
+
+
+@_scenario("burst-of-nine", 300)
+def burst_of_nine(w: World) -> None:
+    """Nine sends 1 ms apart at 5 s: round-robin over 8 template queues reaches both brokers."""
+    _two_brokers(w)
+    p = w.add_producer()
+    w.every(0.001, lambda: p.send(T), 5, 5.008)
+
+
+@_scenario("trickle-slower-than-refresh", 300, *_stuck())
+def trickle(w: World) -> None:
+    """One send every 40 s from 5 s: the first refresh comes before a second send, so the topic
+    stays on the one broker the first send reached."""
+    _two_brokers(w)
+    p = w.add_producer()
+    w.every(40, lambda: p.send(T), 5, 290)
+
+
+@_scenario(
+    "auto-create-off-topic-missing",
+    200,
+    ExpectedAlert("NO_ROUTE_INFO", "open", "critical", topic=T, cause="AUTO_CREATE_DISABLED"),
+)
+def auto_create_off(w: World) -> None:
+    """Brokers run with autoCreateTopicEnable=false and nobody created the topic: every send
+    fails with "No route info of this topic"."""
+    _two_brokers(w, auto_create=False)
+    p = w.add_producer()
+    w.every(10, lambda: p.send(T), 5, 195)
+
+
+@_scenario(
+    "no-namesrv-address",
+    200,
+    ExpectedAlert("NO_ROUTE_INFO", "open", "critical", topic=T, cause="NO_NAMESRV"),
+)
+def no_namesrv(w: World) -> None:
+    """A producer configured with no NameServer address: its pulls and sends fail with
+    NO_NAMESRV, while the brokers are healthy."""
+    _two_brokers(w)
+    p = w.add_producer(namesrvs=[])
+    w.every(10, lambda: p.send(T), 5, 195)
+
+
+@_scenario(
+    "create-topic-key-mismatch",
+    200,
+    ExpectedAlert("NO_ROUTE_INFO", "open", "critical", topic=T, cause="CREATE_TOPIC_KEY_MISMATCH"),
+)
+def create_topic_key_mismatch(w: World) -> None:
+    """A 4.3.0-style client whose createTopicKey is AUTO_CREATE_TOPIC_KEY, which no broker has,
+    while the brokers do report TBW102: its fallback pull fails."""
+    _two_brokers(w)
+    p = w.add_producer(create_topic_key="AUTO_CREATE_TOPIC_KEY")
+    w.every(10, lambda: p.send(T), 5, 195)
+
+
+@_scenario(
+    "tbw102-deleted-one-broker",
+    300,
+    ExpectedAlert("TEMPLATE_MISSING", "open", "warning", broker="broker-a", broker_id=0),
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic=T),
+)
+def tbw102_deleted_one(w: World) -> None:
+    """TBW102 deleted on broker-a only (at 1 s; its next full registration at 10 s lacks it):
+    the template route names broker-b alone, so a new topic lands only there."""
+    _two_brokers(w)
+    p = w.add_producer()
+    w.at(1, lambda: w.broker("broker-a").delete_topic(TBW102))
+    w.every(10, lambda: p.send(T), 20, 290)
+
+
+@_scenario(
+    "tbw102-deleted-all-brokers",
+    200,
+    ExpectedAlert("TEMPLATE_MISSING", "open", "warning", broker="broker-a", broker_id=0),
+    ExpectedAlert("TEMPLATE_MISSING", "open", "warning", broker="broker-b", broker_id=0),
+    ExpectedAlert("NO_ROUTE_INFO", "open", "critical", topic=T, cause="TEMPLATE_MISSING"),
+)
+def tbw102_deleted_all(w: World) -> None:
+    """TBW102 deleted cluster-wide (mqadmin deleteTopic, at 1 s) on brokers that still have
+    auto-creation on: new topics get no route at all."""
+    _two_brokers(w)
+    p = w.add_producer()
+    w.at(1, lambda: w.delete_topic(TBW102))
+    w.every(10, lambda: p.send(T), 20, 195)
+
+
+@_scenario(
+    "restarted-auto-create-off-stale-tbw102",
+    300,
+    *_stuck(),
+    ExpectedAlert("SEND_REJECTED", "resolved", "warning", topic=T),
+)
+def restarted_stale_tbw102(w: World) -> None:
+    """broker-b restarts at 3 s with autoCreateTopicEnable=false, keeping TBW102 from its
+    topics.json: producers still get it in the template route, and broker-b refuses their sends
+    (TOPIC_NOT_EXIST) until the 30 s refresh; the refusals stop, so SEND_REJECTED resolves."""
+    _two_brokers(w)
+    p = w.add_producer()
+    b = w.broker("broker-b")
+    w.at(2, b.die)
+    w.at(3, lambda: b.start(auto_create=False))
+    w.every(1, lambda: p.send(T), 5, 60)
+
+
+@_scenario(
+    "mixed-auto-create",
+    300,
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic=T),
+)
+def mixed_auto_create(w: World) -> None:
+    """broker-a has auto-creation on, broker-b (fresh) has it off and no TBW102: the template
+    route names broker-a alone, so new topics land only there."""
+    w.add_namesrv()
+    w.add_broker("broker-a", auto_create=True)
+    w.add_broker("broker-b", auto_create=False)
+    p = w.add_producer()
+    w.every(5, lambda: p.send(T), 5, 295)
+
+
+@_scenario("manual-creation-healthy", 300)
+def manual_creation(w: World) -> None:
+    """The healthy baseline: consumers subscribe first, the topic is created on every broker
+    with mqadmin at 1 s, then a producer sends every second."""
+    _two_brokers(w)
+    w.add_consumer("consumer-group", [T])
+    w.at(1, lambda: w.create_topic(T, 8))
+    p = w.add_producer()
+    w.every(1, lambda: p.send(T), 5, 295)
+
+
+@_scenario(
+    "queue-skew",
+    120,
+    ExpectedAlert("QUEUE_SKEW", "open", "info", topic=T),
+    ExpectedAlert("QUEUE_SKEW", "open", "info", topic="TopicB"),
+)
+def queue_skew(w: World) -> None:
+    """TopicA has 8 write queues on broker-a and 4 on broker-b; TopicB has 8 read and 4 write
+    queues on both."""
+    _two_brokers(w)
+    w.at(1, lambda: w.broker("broker-a").upsert_topic(T, 8, 8))
+    w.at(1, lambda: w.broker("broker-b").upsert_topic(T, 4, 4))
+    w.at(1, lambda: w.create_topic("TopicB", 4, read=8))
+
+
+@_scenario(
+    "broker-dies",
+    300,
+    ExpectedAlert("BROKER_EXPIRED", "open", "critical", broker="broker-b", broker_id=0),
+)
+def broker_dies(w: World) -> None:
+    """broker-b dies at 60 s (last registration at 40 s) and expires at 160 s; TopicOnlyB,
+    which lived only there, is left with no route at all."""
+    _two_brokers(w)
+    w.at(1, lambda: w.create_topic(T, 4))
+    w.at(1, lambda: w.broker("broker-b").upsert_topic("TopicOnlyB", 4, 4))
+    p = w.add_producer()
+    w.every(5, lambda: p.send(T), 5, 295)
+    w.at(60, w.broker("broker-b").die)
+
+
+@_scenario("broker-clean-shutdown", 300)
+def broker_shutdown(w: World) -> None:
+    """broker-b shuts down cleanly at 60 s: it unregisters, so it must not be reported as
+    expired, and the topic it shared stays covered by the live broker."""
+    _two_brokers(w)
+    w.at(1, lambda: w.create_topic(T, 4))
+    p = w.add_producer()
+    w.every(5, lambda: p.send(T), 5, 295)
+    w.at(60, w.broker("broker-b").shutdown)
+
+
+@_scenario(
+    "namesrv-registration-lost",
+    300,
+    ExpectedAlert("NAMESRV_DIVERGENCE", "open", "warning", broker="broker-b", broker_id=0),
+)
+def namesrv_lost(w: World) -> None:
+    """Two NameServers; broker-b's registrations to the second stop at 50 s (last at 40 s): it
+    leaves that NameServer at 160 s and the two disagree from then on."""
+    _two_brokers(w, namesrvs=2)
+    w.at(1, lambda: w.create_topic(T, 4))
+    w.at(50, lambda: w.broker("broker-b").lose_namesrv("10.0.0.101:9876"))
+
+
+@_scenario(
+    "broker-joins-late",
+    300,
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "warning", topic=T),
+)
+def broker_joins_late(w: World) -> None:
+    """A burst auto-creates the topic on both brokers at 5 s; broker-c joins at 100 s and never
+    gets it: 2 of 3 expected brokers (warning)."""
+    _two_brokers(w)
+    p = w.add_producer()
+    w.every(0.001, lambda: p.send(T), 5, 5.008)
+    w.at(100, lambda: w.add_broker("broker-c"))
+
+
+@_scenario("system-topics-one-broker", 200)
+def system_topics(w: World) -> None:
+    """RocketMQ's own topics on one broker only, some with skewed queues, and a retry topic
+    auto-created by one send: none of them is a coverage or skew problem."""
+    _two_brokers(w)
+    a = w.broker("broker-a")
+    rw = PERM_READ | PERM_WRITE
+    for topic, read, write in [
+        ("SCHEDULE_TOPIC_XXXX", 18, 18),
+        ("RMQ_SYS_TRACE_TOPIC", 1, 1),
+        ("rmq_sys_wheel_timer", 8, 4),
+        ("%DLQ%consumer-group", 1, 2),
+        ("BenchmarkTest", 1024, 1024),
+        ("OFFSET_MOVED_EVENT", 1, 1),
+        ("SELF_TEST_TOPIC", 1, 1),
+        ("TRANS_CHECK_MAX_TIME_TOPIC", 1, 1),
+        (DEFAULT_CLUSTER, 16, 16),
+        ("broker-a", 1, 1),
+    ]:
+        w.at(1, functools.partial(a.upsert_topic, topic, read, write, rw))
+    p = w.add_producer()
+    w.at(5, lambda: p.send("%RETRY%consumer-group"))
+
+
+@_scenario(
+    "topic-created-after-no-route",
+    300,
+    ExpectedAlert("NO_ROUTE_INFO", "resolved", "critical", topic=T, cause="AUTO_CREATE_DISABLED"),
+)
+def created_after_no_route(w: World) -> None:
+    """Auto-creation off: sends fail until the operator creates the topic at 50 s; the next
+    send succeeds and the alert resolves."""
+    _two_brokers(w, auto_create=False)
+    p = w.add_producer()
+    w.every(5, lambda: p.send(T), 5, 295)
+    w.at(50, lambda: w.create_topic(T, 4))
+
+
+@_scenario(
+    "no-live-broker",
+    300,
+    ExpectedAlert("BROKER_EXPIRED", "open", "critical", broker="broker-a", broker_id=0),
+    ExpectedAlert("BROKER_EXPIRED", "open", "critical", broker="broker-b", broker_id=0),
+    ExpectedAlert("NO_ROUTE_INFO", "open", "critical", topic=T, cause="NO_LIVE_BROKER"),
+)
+def no_live_broker(w: World) -> None:
+    """Both brokers die at 20 s (last registrations at 10 s) and expire at 130 s; sends to a new
+    topic from 200 s get no route."""
+    _two_brokers(w)
+    p = w.add_producer()
+    w.at(20, w.broker("broker-a").die)
+    w.at(20, w.broker("broker-b").die)
+    w.every(10, lambda: p.send(T), 200, 295)

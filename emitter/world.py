@@ -1,0 +1,181 @@
+"""A RocketMQ deployment in one simulation: NameServers, brokers, clients and admin actions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from emitter.broker import Broker
+from emitter.clients import Consumer, Producer
+from emitter.namesrv import NameServer
+from emitter.sim import DEFAULT_START_MS, Simulation
+from routewatch.events import Event
+from routewatch.rocketmq import PERM_READ, PERM_WRITE, TBW102
+
+__all__ = ["DEFAULT_CLUSTER", "World"]
+
+DEFAULT_CLUSTER = "DefaultCluster"
+
+
+class World:
+    """Builds a deployment and runs it; times given to :meth:`at` and :meth:`run` are seconds
+    from the start. Events go to ``sink``, or are collected in :attr:`events`."""
+
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        start_ms: int = DEFAULT_START_MS,
+        namesrv_version: int = 4,
+        sink: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.events: list[Event] = []
+        self.sim = Simulation(seed, sink or self.events.append, start_ms)
+        self.namesrv_version = namesrv_version
+        self.namesrvs: dict[str, NameServer] = {}
+        self.brokers: dict[tuple[str, int], Broker] = {}
+        self.producers: list[Producer] = []
+        self.consumers: list[Consumer] = []
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def ms(self, seconds: float) -> int:
+        return self.sim.start_ms + round(seconds * 1000)
+
+    def at(self, seconds: float, action: Callable[[], object]) -> None:
+        """Run ``action`` ``seconds`` after the start."""
+
+        def run_action() -> None:
+            action()
+
+        self.sim.at(self.ms(seconds), run_action)
+
+    def every(
+        self, period_s: float, action: Callable[[], object], start_s: float, end_s: float
+    ) -> None:
+        """Run ``action`` every ``period_s`` from ``start_s`` up to and including ``end_s``."""
+        t = start_s
+        while t <= end_s + 1e-9:
+            self.at(t, action)
+            t += period_s
+
+    def run(self, seconds: float) -> list[Event]:
+        """Run the first ``seconds`` of the simulation; returns the collected events."""
+        self.sim.run(self.ms(seconds))
+        return self.events
+
+    # -- topology -----------------------------------------------------------------------------
+
+    def add_namesrv(self, addr: str | None = None) -> NameServer:
+        addr = addr or f"10.0.0.{100 + len(self.namesrvs)}:9876"
+        ns = NameServer(self.sim, addr, self.namesrv_version)
+        self.namesrvs[addr] = ns
+        ns.start()
+        return ns
+
+    def _namesrvs(self, addrs: Iterable[str] | None) -> list[NameServer]:
+        return list(self.namesrvs.values()) if addrs is None else [self.namesrvs[a] for a in addrs]
+
+    def add_broker(
+        self,
+        name: str,
+        *,
+        cluster: str = DEFAULT_CLUSTER,
+        broker_id: int = 0,
+        auto_create: bool = True,
+        namesrvs: Iterable[str] | None = None,
+        split_size: int | None = None,
+        start: bool = True,
+    ) -> Broker:
+        """A broker registering with ``namesrvs`` (every NameServer by default), started now."""
+        index = len(self.brokers)
+        broker = Broker(
+            self.sim,
+            cluster=cluster,
+            name=name,
+            broker_id=broker_id,
+            addr=f"10.0.1.{10 + index}:10911",
+            namesrvs=self._namesrvs(namesrvs),
+            auto_create=auto_create,
+            split_size=split_size,
+        )
+        self.brokers[(name, broker_id)] = broker
+        if start:
+            broker.start()
+        return broker
+
+    def broker(self, name: str, broker_id: int = 0) -> Broker:
+        return self.brokers[(name, broker_id)]
+
+    def _master(self, name: str) -> Broker | None:
+        return self.brokers.get((name, 0))
+
+    def masters(self, cluster: str = DEFAULT_CLUSTER) -> list[Broker]:
+        return [
+            b for (_, bid), b in sorted(self.brokers.items()) if bid == 0 and b.cluster == cluster
+        ]
+
+    def add_producer(
+        self,
+        group: str = "producer-group",
+        *,
+        cluster: str = DEFAULT_CLUSTER,
+        namesrvs: Iterable[str] | None = None,
+        create_topic_key: str = TBW102,
+    ) -> Producer:
+        """A producer started now, using ``namesrvs`` (every NameServer by default)."""
+        n = len(self.producers) + len(self.consumers)
+        producer = Producer(
+            self.sim,
+            brokers=self._master,
+            cluster=cluster,
+            client_id=f"10.0.2.{10 + n}@{4000 + n}",
+            group=group,
+            namesrvs=self._namesrvs(namesrvs),
+            create_topic_key=create_topic_key,
+        )
+        self.producers.append(producer)
+        producer.start()
+        return producer
+
+    def add_consumer(
+        self,
+        group: str,
+        topics: Iterable[str],
+        *,
+        cluster: str = DEFAULT_CLUSTER,
+        namesrvs: Iterable[str] | None = None,
+    ) -> Consumer:
+        n = len(self.producers) + len(self.consumers)
+        consumer = Consumer(
+            self.sim,
+            topics=topics,
+            cluster=cluster,
+            client_id=f"10.0.2.{10 + n}@{4000 + n}",
+            group=group,
+            namesrvs=self._namesrvs(namesrvs),
+        )
+        self.consumers.append(consumer)
+        consumer.start()
+        return consumer
+
+    # -- admin --------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        topic: str,
+        queues: int = 8,
+        *,
+        cluster: str = DEFAULT_CLUSTER,
+        read: int | None = None,
+        perm: int = PERM_READ | PERM_WRITE,
+    ) -> None:
+        """``mqadmin updateTopic -c <cluster>``: the topic on every master of the cluster."""
+        for broker in self.masters(cluster):
+            broker.upsert_topic(topic, read if read is not None else queues, queues, perm)
+
+    def delete_topic(self, topic: str, *, cluster: str = DEFAULT_CLUSTER) -> None:
+        """``mqadmin deleteTopic -c <cluster>``: from every master and every NameServer."""
+        for broker in self.masters(cluster):
+            broker.delete_topic(topic)
+        for ns in self.namesrvs.values():
+            ns.delete_topic(topic)

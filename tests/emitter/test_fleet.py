@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+import orjson
+
+from emitter.fleet import FleetSpec, generate_fleet
+from routewatch.validation import validate
+
+SMALL = FleetSpec(
+    clusters=2,
+    brokers=3,
+    topics=25,
+    namesrvs=2,
+    part_size=10,
+    producers=6,
+    topics_per_producer=3,
+    send_rate=500,
+    duration=35,
+)
+
+
+def _lines(spec: FleetSpec) -> list[dict]:  # type: ignore[type-arg]
+    out: list[bytes] = []
+    generate_fleet(spec, out.append)
+    return [orjson.loads(line) for line in out]
+
+
+def test_fleet_events_are_valid_and_in_time_order() -> None:
+    events = _lines(SMALL)
+
+    assert all(validate(e) is None for e in events)
+    assert [(e["ts"], e["seq"]) for e in events] == sorted((e["ts"], e["seq"]) for e in events)
+    assert len({e["event_id"] for e in events}) == len(events)
+
+
+def test_every_broker_registers_its_whole_table_in_parts_with_every_namesrv_each_30s() -> None:
+    events = _lines(SMALL)
+    tables: dict[tuple[str, str, int], set[str]] = defaultdict(set)
+    for e in events:
+        if e["type"] == "heartbeat" and e["ts"] < SMALL.start_ms + 30_000:
+            assert e["parts"] == 3
+            tables[(e["broker"], e["namesrv"], e["ts"])] |= set(e["topics"])
+
+    assert len(tables) == SMALL.clusters * SMALL.brokers * SMALL.namesrvs
+    for (broker, _, _), topics in tables.items():
+        cluster = int(broker[7:9])
+        assert topics == {SMALL.topic_name(cluster, t) for t in range(SMALL.topics)}
+
+
+def test_sends_arrive_at_the_configured_rate_over_every_producer() -> None:
+    events = _lines(SMALL)
+    sends = [e for e in events if e["type"] == "send"]
+
+    assert len(sends) == SMALL.send_rate * SMALL.duration
+    assert len({e["client_id"] for e in sends}) == SMALL.producers
+    assert {e["status"] for e in sends} == {"SEND_OK"}
+
+
+def test_every_producer_refreshes_its_topics_and_create_topic_key_every_30s() -> None:
+    events = _lines(SMALL)
+    refreshes: dict[str, list[int]] = defaultdict(list)
+    for e in events:
+        if e["type"] == "route_pull" and e["ts"] not in refreshes[e["client_id"]]:
+            refreshes[e["client_id"]].append(e["ts"])
+
+    assert len(refreshes) == SMALL.producers
+    for times in refreshes.values():
+        assert all(b - a == 30_000 for a, b in itertools.pairwise(times))
+        assert times[0] < SMALL.start_ms + 30_000
+    first_cycle = [
+        e for e in events if e["type"] == "route_pull" and e["ts"] < SMALL.start_ms + 30_000
+    ]
+    assert len(first_cycle) == SMALL.producers * (SMALL.topics_per_producer + 1)
+    assert {(e["topic"] == "TBW102", e["result"]) for e in first_cycle} == {
+        (False, "SUCCESS"),
+        (True, "TOPIC_NOT_EXIST"),
+    }

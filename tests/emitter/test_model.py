@@ -1,0 +1,260 @@
+"""Faithfulness: each claim of shared/domain.md, checked on the model."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from emitter.world import World
+from routewatch.events import Event, Heartbeat, RoutePull, Send, TopicConfig
+from routewatch.rocketmq import TBW102
+
+T = "TopicA"
+
+
+def _world(
+    seed: int = 0, *, auto_create: bool = True, namesrvs: int = 1, version: int = 4
+) -> World:
+    w = World(seed, namesrv_version=version)
+    for _ in range(namesrvs):
+        w.add_namesrv()
+    w.add_broker("broker-a", auto_create=auto_create)
+    w.add_broker("broker-b", auto_create=auto_create)
+    return w
+
+
+def _route_brokers(w: World, topic: str = T, i: int = 0) -> list[str]:
+    route = list(w.namesrvs.values())[i].route(topic)
+    return [] if route is None else [q.broker for q in route]
+
+
+def _of(events: list[Event], kind: type) -> list:  # type: ignore[type-arg]
+    return [e for e in events if isinstance(e, kind)]
+
+
+def test_brokers_register_at_start_then_10s_later_then_every_30s() -> None:
+    w = _world()
+    events = w.run(100)
+
+    times = sorted(
+        {(e.ts - w.sim.start_ms) // 1000 for e in _of(events, Heartbeat) if e.broker == "broker-a"}
+    )
+    assert times == [0, 10, 40, 70, 100]
+
+
+def test_producers_refresh_their_routes_every_30s_from_10ms_after_start() -> None:
+    w = _world()
+    w.add_producer()
+    events = w.run(95)
+
+    pulls = [e.ts - w.sim.start_ms for e in _of(events, RoutePull)]
+    assert pulls == [10, 30_010, 60_010, 90_010]
+
+
+def test_an_auto_created_topic_gets_4_queues_per_broker_with_two_brokers() -> None:
+    w = _world()
+    p = w.add_producer()
+    w.every(0.001, lambda: p.send(T), 5, 5.008)
+    events = w.run(40)
+
+    template = next(e for e in _of(events, RoutePull) if e.via_default)
+    assert [(q.broker, q.write_queue_nums) for q in template.queues] == [
+        ("broker-a", 4),
+        ("broker-b", 4),
+    ]
+    route = next(iter(w.namesrvs.values())).route(T)
+    assert route is not None
+    assert [(q.broker, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route] == [
+        ("broker-a", 4, 4, 6),
+        ("broker-b", 4, 4, 6),
+    ]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_send_then_a_refresh_leaves_the_topic_on_exactly_one_broker(seed: int) -> None:
+    w = _world(seed)
+    p = w.add_producer()
+    w.at(5, lambda: p.send(T))
+    events = w.run(31)
+
+    assert len(_route_brokers(w)) == 1
+    refresh = [e for e in _of(events, RoutePull) if e.topic == T and not e.via_default][-1]
+    assert refresh.result == "SUCCESS"
+    assert [q.broker for q in refresh.queues] == _route_brokers(w)
+    info = p.publish[T]
+    assert info is not None and not info.via_default
+
+
+@pytest.mark.parametrize("sends", [1, 2, 3, 4, 5, 6, 7, 8, 9])
+def test_five_or_more_sends_before_the_refresh_always_reach_both_brokers(sends: int) -> None:
+    reached = set()
+    for seed in range(60):
+        w = _world(seed)
+        p = w.add_producer()
+        w.every(0.01, functools.partial(p.send, T), 5, 5 + (sends - 1) * 0.01)
+        w.run(31)
+        reached.add(len(_route_brokers(w)))
+
+    if sends >= 5:
+        assert reached == {2}
+    else:
+        assert 1 in reached  # fewer sends can miss a broker, depending on the random start
+
+
+def test_a_broker_without_a_usable_template_refuses_with_topic_not_exist() -> None:
+    w = _world()
+    b = w.broker("broker-b")
+    w.at(2, b.die)
+    w.at(3, lambda: b.start(auto_create=False))
+    p = w.add_producer()
+    w.every(1, lambda: p.send(T), 5, 20)
+    events = w.run(25)
+
+    refused = [e for e in _of(events, Send) if e.status == "TOPIC_NOT_EXIST"]
+    assert refused
+    assert {e.broker for e in refused} == {"broker-b"}
+    assert all(
+        isinstance(hb, Heartbeat) and TBW102 in hb.topics
+        for hb in _of(events, Heartbeat)
+        if hb.broker == "broker-b"
+    )
+    assert _route_brokers(w) == ["broker-a"]
+
+
+class TestNoRouteInfoCauses:
+    """Each cause of "No route info of this topic" produces the events domain.md lists."""
+
+    def test_no_namesrv_address(self) -> None:
+        w = _world()
+        p = w.add_producer(namesrvs=[])
+        w.at(5, lambda: p.send(T))
+        events = w.run(6)
+
+        pulls = [e for e in _of(events, RoutePull) if e.topic == T]
+        assert {(e.result, e.namesrv) for e in pulls} == {("NO_NAMESRV", None)}
+        assert [e.status for e in _of(events, Send)] == ["NO_NAMESRV"]
+
+    def test_auto_creation_off_and_topic_missing(self) -> None:
+        w = _world(auto_create=False)
+        p = w.add_producer()
+        w.at(5, lambda: p.send(T))
+        events = w.run(6)
+
+        pulls = [(e.via_default, e.result) for e in _of(events, RoutePull) if e.topic == T]
+        assert pulls == [(False, "TOPIC_NOT_EXIST"), (True, "TOPIC_NOT_EXIST")]
+        assert all(not hb.auto_create_topic_enable for hb in _of(events, Heartbeat))
+        assert [e.status for e in _of(events, Send)] == ["NO_ROUTE_INFO"]
+
+    def test_create_topic_key_no_broker_has(self) -> None:
+        w = _world()
+        p = w.add_producer(create_topic_key="AUTO_CREATE_TOPIC_KEY")
+        w.at(5, lambda: p.send(T))
+        events = w.run(6)
+
+        fallback = [e for e in _of(events, RoutePull) if e.topic == T and e.via_default]
+        assert [(e.create_topic_key, e.result) for e in fallback] == [
+            ("AUTO_CREATE_TOPIC_KEY", "TOPIC_NOT_EXIST")
+        ]
+        assert all(TBW102 in hb.topics for hb in _of(events, Heartbeat))
+        assert [e.status for e in _of(events, Send)] == ["NO_ROUTE_INFO"]
+
+    def test_tbw102_deleted_where_auto_creation_is_on(self) -> None:
+        w = _world()
+        p = w.add_producer()
+        w.at(1, lambda: w.delete_topic(TBW102))
+        w.at(15, lambda: p.send(T))
+        events = w.run(16)
+
+        latest = [hb for hb in _of(events, Heartbeat) if hb.ts > w.ms(1)]
+        assert latest
+        assert all(hb.auto_create_topic_enable and TBW102 not in hb.topics for hb in latest)
+        assert [e.status for e in _of(events, Send)] == ["NO_ROUTE_INFO"]
+
+    def test_no_live_broker(self) -> None:
+        w = _world()
+        p = w.add_producer()
+        w.at(20, w.broker("broker-a").die)
+        w.at(20, w.broker("broker-b").die)
+        w.at(200, lambda: p.send(T))
+        events = w.run(201)
+
+        last_heartbeat = max(hb.ts for hb in _of(events, Heartbeat))
+        failure = _of(events, Send)[0]
+        assert failure.status == "NO_ROUTE_INFO"
+        assert failure.ts - last_heartbeat > 120_000
+
+
+@pytest.mark.parametrize(("version", "dropped_at"), [(4, 170), (5, 165)])
+def test_a_silent_broker_leaves_routes_at_the_first_scan_after_120s(
+    version: int, dropped_at: int
+) -> None:
+    w = _world(version=version)
+    w.at(1, lambda: w.create_topic(T, 4))
+    w.at(60, w.broker("broker-b").die)  # last registration at 40 s
+
+    w.run(dropped_at - 0.001)
+    assert _route_brokers(w) == ["broker-a", "broker-b"]
+    w.run(dropped_at)
+    assert _route_brokers(w) == ["broker-a"]
+
+
+def test_a_clean_shutdown_leaves_routes_at_once() -> None:
+    w = _world(namesrvs=2)
+    w.at(1, lambda: w.create_topic(T, 4))
+    w.at(60, w.broker("broker-b").shutdown)
+    events = w.run(60)
+
+    assert _route_brokers(w, i=0) == _route_brokers(w, i=1) == ["broker-a"]
+    last = [hb for hb in _of(events, Heartbeat) if hb.broker == "broker-b"][-2:]
+    assert [(hb.shutdown, hb.topics) for hb in last] == [(True, {}), (True, {})]
+
+
+def test_a_lost_namesrv_stops_getting_registrations_and_drops_the_broker() -> None:
+    w = _world(namesrvs=2)
+    w.at(1, lambda: w.create_topic(T, 4))
+    w.at(50, lambda: w.broker("broker-b").lose_namesrv("10.0.0.101:9876"))
+    w.run(200)
+
+    assert _route_brokers(w, i=0) == ["broker-a", "broker-b"]
+    assert _route_brokers(w, i=1) == ["broker-a"]
+
+
+def test_a_split_registration_replaces_the_table_once_every_part_arrived() -> None:
+    w = World(0)
+    ns = w.add_namesrv()
+    b = w.add_broker("broker-a", split_size=2, start=False)
+    for i in range(4):
+        b.topics[f"T{i}"] = TopicConfig(read_queue_nums=4, write_queue_nums=4, perm=6)
+    b.start()
+    events = w.run(0)
+
+    parts = _of(events, Heartbeat)
+    assert [(hb.part, hb.parts) for hb in parts] == [(0, 3), (1, 3), (2, 3)]
+    assert len({hb.data_version for hb in parts}) == 1
+    assert sorted(t for hb in parts for t in hb.topics) == ["T0", "T1", "T2", "T3", TBW102]
+    assert all(ns.route(t) for t in ["T0", "T3", TBW102])
+
+
+def test_an_admin_topic_change_registers_at_once_and_a_delete_at_the_next_full_registration() -> (
+    None
+):
+    w = _world()
+    w.at(1, lambda: w.create_topic(T, 8))
+    w.at(2, lambda: w.broker("broker-b").delete_topic(T))
+    w.run(9)
+    assert _route_brokers(w) == ["broker-a", "broker-b"]
+    w.run(10)
+    assert _route_brokers(w) == ["broker-a"]
+
+
+def test_a_restart_keeps_the_topic_table() -> None:
+    w = _world()
+    w.at(1, lambda: w.create_topic(T, 8))
+    b = w.broker("broker-b")
+    w.at(20, b.die)
+    w.at(25, lambda: b.start(auto_create=False))
+    w.run(26)
+
+    assert T in b.topics and TBW102 in b.topics
+    assert not b.auto_create
