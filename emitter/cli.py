@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.scenarios import SCENARIOS
@@ -30,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     what.add_argument("--fleet", action="store_true", help="generate a healthy fleet's traffic")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--out", type=Path, metavar="FILE", help="trace file to write")
+    parser.add_argument(
+        "--expected",
+        action="store_true",
+        help="with --scenario: print the alerts a correct monitor ends with, as JSON lines",
+    )
     fleet = parser.add_argument_group("fleet (with --fleet; defaults are the reference fleet)")
     defaults = FleetSpec()
     for name, help_text in FleetSpec.OPTIONS.items():
@@ -46,6 +54,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _run(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(SCENARIOS))
+        return 0
+    if args.expected:
+        if args.scenario not in SCENARIOS:
+            raise RoutewatchError("--expected needs --scenario NAME with a scenario of --list.")
+        for alert in SCENARIOS[args.scenario].expected:
+            print(orjson.dumps(dataclasses.asdict(alert)).decode())
         return 0
     if args.out is None:
         raise RoutewatchError("--out FILE is required to write a trace; give the file to write.")

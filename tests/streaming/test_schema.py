@@ -10,6 +10,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, LongType, MapType, StringType, StructType
 
+from emitter.fleet import FleetSpec, generate_fleet
+from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
 from routewatch.wire import union_fields
 from streaming.schema import event_schema
@@ -43,8 +45,32 @@ def _padded(wire: dict[str, Any]) -> dict[str, Any]:
     return {f.name: wire.get(f.name) for f in union_fields()}
 
 
-def test_spark_parses_every_encoded_event_to_the_same_values(spark: SparkSession) -> None:
-    lines = [encode(e).decode() for e in sample_events()]
+def _emitter_lines() -> list[str]:
+    lines = [encode(e).decode() for scenario in SCENARIOS.values() for e in scenario.run(seed=1)]
+    fleet: list[bytes] = []
+    generate_fleet(
+        FleetSpec(
+            clusters=1,
+            brokers=2,
+            topics=30,
+            part_size=20,
+            producers=2,
+            topics_per_producer=2,
+            send_rate=50,
+            duration=31,
+        ),
+        fleet.append,
+    )
+    return lines + [line.decode() for line in fleet]
+
+
+@pytest.mark.parametrize("source", ["samples", "emitter"])
+def test_spark_parses_every_encoded_event_to_the_same_values(
+    spark: SparkSession, source: str
+) -> None:
+    lines = (
+        [encode(e).decode() for e in sample_events()] if source == "samples" else _emitter_lines()
+    )
     frame = spark.createDataFrame([(line,) for line in lines], "value string")
 
     parsed = frame.select(F.from_json("value", event_schema()).alias("e")).select("e.*")

@@ -1,0 +1,105 @@
+"""``routewatch simulate`` as a person runs it."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from emitter.scenarios import SCENARIOS
+from routewatch.codec import decode, encode
+
+
+def _routewatch(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_list_prints_every_scenario_name_one_per_line() -> None:
+    result = _routewatch("simulate", "--list")
+
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == list(SCENARIOS)
+
+
+def test_a_scenario_is_written_as_gzipped_json_lines(tmp_path: Path) -> None:
+    out = tmp_path / "traces" / "one.jsonl.gz"
+
+    result = _routewatch("simulate", "--scenario", "broker-dies", "--seed", "4", "--out", str(out))
+
+    assert result.returncode == 0, result.stderr
+    lines = gzip.decompress(out.read_bytes()).splitlines()
+    assert lines == [encode(e) for e in SCENARIOS["broker-dies"].run(seed=4)]
+    assert f"wrote {len(lines)} events to {out}" in result.stderr
+    assert [p.name for p in out.parent.iterdir()] == ["one.jsonl.gz"]
+
+
+def test_a_fleet_is_written_as_json_lines(tmp_path: Path) -> None:
+    out = tmp_path / "fleet.jsonl"
+
+    result = _routewatch(
+        "simulate",
+        "--fleet",
+        "--clusters",
+        "1",
+        "--brokers",
+        "2",
+        "--topics",
+        "10",
+        "--producers",
+        "2",
+        "--send-rate",
+        "20",
+        "--duration",
+        "3",
+        "--out",
+        str(out),
+    )
+
+    assert result.returncode == 0, result.stderr
+    events = [decode(line) for line in out.read_bytes().splitlines()]
+    assert sum(1 for e in events if type(e).__name__ == "Send") == 60
+    assert all(orjson.loads(line)["v"] == 1 for line in out.read_bytes().splitlines())
+
+
+def test_an_unknown_scenario_is_one_clear_sentence() -> None:
+    result = _routewatch("simulate", "--scenario", "nope", "--out", "/tmp/x.jsonl")
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "routewatch: there is no scenario named 'nope'; "
+        "`routewatch simulate --list` prints their names.\n"
+    )
+
+
+def test_an_unwritable_output_is_one_clear_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+
+    result = _routewatch("simulate", "--scenario", "queue-skew", "--out", str(blocker / "t.jsonl"))
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"routewatch: cannot write the trace {blocker / 't.jsonl'}")
+    assert result.stderr.count("\n") == 1
+
+
+def test_expected_prints_the_alerts_a_correct_monitor_ends_with() -> None:
+    result = _routewatch("simulate", "--scenario", "broker-dies", "--expected")
+
+    assert result.returncode == 0, result.stderr
+    assert [orjson.loads(line) for line in result.stdout.splitlines()] == [
+        {
+            "kind": "BROKER_EXPIRED",
+            "state": "open",
+            "severity": "critical",
+            "topic": None,
+            "broker": "broker-b",
+            "broker_id": 0,
+            "cause": None,
+            "cluster": "DefaultCluster",
+        }
+    ]
