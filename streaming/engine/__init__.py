@@ -1,0 +1,20 @@
+"""The rule engine of one cluster, in plain Python: event-time intake, route tables, alerts.
+
+It imports no pyspark: the Spark job (``streaming.processor``) persists its state in Spark's
+state store and feeds it each cluster's events; tests drive it directly.
+"""
+
+from streaming.engine.alerts import Alert, AlertBook, alert_id
+from streaming.engine.cluster import ClusterEngine, RouteChange
+from streaming.engine.intake import Intake
+from streaming.engine.runner import run_cluster
+
+__all__ = [
+    "Alert",
+    "AlertBook",
+    "ClusterEngine",
+    "Intake",
+    "RouteChange",
+    "alert_id",
+    "run_cluster",
+]

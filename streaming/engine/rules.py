@@ -1,0 +1,470 @@
+"""The alert catalogue's rules (``shared/alerts.md``), judged on one cluster's route tables.
+
+Each rule is re-judged only for what an event or a deadline touched: a topic whose route or
+template holders changed, a broker whose liveness changed, the expected brokers when masters
+come or go. Time-driven transitions come from deadlines, stamped with their own instant.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from routewatch.rocketmq import TBW102, is_system_topic
+from streaming.engine.alerts import REMEDIES, AlertKey
+from streaming.engine.state import Reg, RegKey, TopicState
+
+if TYPE_CHECKING:
+    from streaming.engine.cluster import ClusterEngine
+
+__all__ = ["Rules"]
+
+SETTLE_MS = 60_000
+AT_RISK_MS = 5_000
+FAILURE_QUIET_MS = 120_000
+DIVERGENCE_MS = 60_000
+REFRESH_MS = 30_000
+EVIDENCE_LIST_MAX = 50
+
+
+def _capped(items: list[str]) -> dict[str, Any]:
+    return {"items": items[:EVIDENCE_LIST_MAX], "count": len(items)}
+
+
+class Rules:
+    def __init__(self, engine: ClusterEngine) -> None:
+        self.e = engine
+        self.cluster = engine.cluster
+
+    # -- keys and shared facts ------------------------------------------------------------------
+
+    def _topic_key(self, kind: str, topic: str) -> AlertKey:
+        return (kind, self.cluster, topic, None, None)
+
+    def _broker_key(self, kind: str, broker: str, broker_id: int) -> AlertKey:
+        return (kind, self.cluster, None, broker, broker_id)
+
+    def _regs(self) -> dict[RegKey, Reg]:
+        return self.e.meta.regs
+
+    def expected_brokers(self, flipped: RegKey | None = None) -> set[str]:
+        """Live masters of the cluster (as they were before ``flipped`` changed liveness)."""
+        return {
+            b
+            for (ns, b, i), r in self._regs().items()
+            if i == 0 and (r.live != ((ns, b, i) == flipped))
+        }
+
+    def cluster_namesrvs(self) -> set[str]:
+        """NameServers any broker of the cluster is live on (registered with in the last 120 s)."""
+        return {ns for (ns, _, _), r in self._regs().items() if r.live}
+
+    def _broker_names(self) -> set[str]:
+        return {b for (_, b, _) in self._regs()}
+
+    def _is_system(self, topic: str) -> bool:
+        return is_system_topic(topic, self.cluster, self._broker_names())
+
+    def _namesrvs_for_remedy(self) -> str:
+        return ";".join(sorted(self.cluster_namesrvs())) or "<namesrv>"
+
+    # -- deadlines ------------------------------------------------------------------------------
+
+    def fire(self, kind: str, key: str, at: int) -> None:
+        if kind == "expire":
+            ns, broker, broker_id = orjson.loads(key)
+            if self.e.expire((ns, broker, broker_id), at):
+                self._maybe_expired(broker, broker_id, at)
+        elif kind == "diverge":
+            broker, broker_id = orjson.loads(key)
+            if self.e.meta.diverged_since.get((broker, broker_id)) == at - DIVERGENCE_MS:
+                self._divergence_alert(broker, broker_id, at)
+        elif kind in ("at_risk", "settle"):
+            self.topic_changed(key, at)
+        elif kind == "no_route":
+            self._failure_quiet(key, at, "no_route", "NO_ROUTE_INFO")
+        elif kind == "rejected":
+            self._failure_quiet(key, at, "rejected", "SEND_REJECTED")
+
+    # -- brokers --------------------------------------------------------------------------------
+
+    def broker_heard(self, key: RegKey, ts: int, *, shutdown: bool) -> None:
+        """A heartbeat (or an unregistration) from a broker resolves its BROKER_EXPIRED."""
+        _, broker, broker_id = key
+        self.e.book.resolve(
+            self._broker_key("BROKER_EXPIRED", broker, broker_id),
+            ts,
+            {"resolution": "unregistered" if shutdown else "heartbeat received"},
+        )
+
+    def full_registration(self, key: RegKey, reg: Reg, ts: int) -> None:
+        """TEMPLATE_MISSING, judged on a live broker's latest full registration."""
+        _, broker, broker_id = key
+        alert_key = self._broker_key("TEMPLATE_MISSING", broker, broker_id)
+        if reg.auto_create and reg.template != "usable":
+            what = "has no TBW102" if reg.template == "missing" else "has a TBW102 without INHERIT"
+            self.e.book.raise_or_update(
+                alert_key,
+                ts,
+                severity="warning",
+                summary=f"Broker {broker} has autoCreateTopicEnable=true but {what}: "
+                "topics sent to it are not auto-created.",
+                evidence={
+                    "namesrv": key[0],
+                    "auto_create_topic_enable": True,
+                    "tbw102": reg.template,
+                    "data_version": reg.version,
+                },
+                remedy=REMEDIES["TEMPLATE_MISSING"],
+            )
+        else:
+            self.e.book.resolve(
+                alert_key, ts, {"tbw102": reg.template, "auto_create_topic_enable": reg.auto_create}
+            )
+
+    def liveness_changed(self, key: RegKey, at: int, topics: list[str]) -> None:
+        before = self.expected_brokers(flipped=key)
+        after = self.expected_brokers()
+        for topic in topics:
+            self.topic_changed(topic, at)
+        if before != after:
+            for topic in sorted(self.e.meta.auto_topics):
+                self.topic_changed(topic, at)
+        self._judge_divergence(at)
+
+    def _maybe_expired(self, broker: str, broker_id: int, at: int) -> None:
+        mine = {k: r for k, r in self._regs().items() if (k[1], k[2]) == (broker, broker_id)}
+        if not mine or any(r.live for r in mine.values()):
+            return
+        latest = max(mine.values(), key=lambda r: r.last_hb)
+        if latest.shutdown:
+            return
+        orphaned = sorted(
+            t for k in mine for t in (self.e.tables.get(k) or {}) if not self.e.live_holders(t)
+        )
+        self.e.book.raise_or_update(
+            self._broker_key("BROKER_EXPIRED", broker, broker_id),
+            at,
+            severity="critical",
+            summary=f"Broker {broker} (id {broker_id}) has been silent for over 120 s on every "
+            f"NameServer; {len(orphaned)} topic(s) it held have no route left.",
+            evidence={
+                "last_heartbeat": latest.last_hb,
+                "addr": latest.addr,
+                "namesrvs": sorted(k[0] for k in mine),
+                "topics_without_route": _capped(orphaned),
+            },
+            remedy=REMEDIES["BROKER_EXPIRED"],
+        )
+
+    def _judge_divergence(self, at: int) -> None:
+        cluster_ns = self.cluster_namesrvs()
+        live_on: dict[tuple[str, int], set[str]] = {}
+        for (ns, broker, broker_id), reg in self._regs().items():
+            live_on.setdefault((broker, broker_id), set())
+            if reg.live:
+                live_on[(broker, broker_id)].add(ns)
+        since = self.e.meta.diverged_since
+        for (broker, broker_id), namesrvs in sorted(live_on.items()):
+            diverged = bool(namesrvs) and namesrvs != cluster_ns
+            if diverged and (broker, broker_id) not in since:
+                since[(broker, broker_id)] = at
+                self.e.schedule(
+                    at + DIVERGENCE_MS, "diverge", orjson.dumps([broker, broker_id]).decode()
+                )
+            elif not diverged and (broker, broker_id) in since:
+                del since[(broker, broker_id)]
+                self.e.book.resolve(self._broker_key("NAMESRV_DIVERGENCE", broker, broker_id), at)
+            elif diverged and self.e.book.get(
+                self._broker_key("NAMESRV_DIVERGENCE", broker, broker_id)
+            ):
+                self._divergence_alert(broker, broker_id, at)
+
+    def _divergence_alert(self, broker: str, broker_id: int, at: int) -> None:
+        cluster_ns = self.cluster_namesrvs()
+        live_on = sorted(
+            ns for (ns, b, i), r in self._regs().items() if (b, i) == (broker, broker_id) and r.live
+        )
+        missing = sorted(cluster_ns - set(live_on))
+        differing = sorted(
+            {t for ns in live_on for t in (self.e.tables.get((ns, broker, broker_id)) or {})}
+        )
+        self.e.book.raise_or_update(
+            self._broker_key("NAMESRV_DIVERGENCE", broker, broker_id),
+            at,
+            severity="warning",
+            summary=f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)} "
+            f"but not on {', '.join(missing)}: clients see different routes by NameServer.",
+            evidence={
+                "live_on": live_on,
+                "missing_on": missing,
+                "since": self.e.meta.diverged_since.get((broker, broker_id)),
+                "topics_differing": _capped(differing),
+            },
+            remedy=REMEDIES["NAMESRV_DIVERGENCE"],
+        )
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def auto_created(self, topic: str, state: TopicState, ts: int) -> None:
+        if state.auto_created_at is None:
+            state.auto_created_at = ts
+            self.e.meta.auto_topics.add(topic)
+            self.e.topics.mark(topic)
+            self.e.schedule(ts + SETTLE_MS, "settle", topic)
+
+    def topic_changed(self, topic: str, at: int) -> None:
+        """Re-judge QUEUE_SKEW, PARTIAL_COVERAGE and AT_RISK for one topic."""
+        if self._is_system(topic):
+            return
+        holders = self.e.live_holders(topic)
+        self._judge_skew(topic, holders, at)
+        state = self.e.topic_state(topic) if topic in self.e.meta.auto_topics else None
+        if state is None or state.auto_created_at is None:
+            return
+        holding = {b for (_, b, _) in holders}
+        expected = self.expected_brokers()
+        k, n = len(holding & expected), len(expected)
+        pc_key = self._topic_key("PARTIAL_COVERAGE", topic)
+        settled = not state.holders or at >= state.auto_created_at + SETTLE_MS
+        pc_open = self.e.book.get(pc_key) is not None
+        if (0 < k < n and settled) or (pc_open and k != n):
+            self._coverage_alert(topic, state, holders, holding, expected, at)
+        elif pc_open:
+            self.e.book.resolve(pc_key, at, {"coverage": f"{k}/{n}"})
+        self._judge_at_risk(topic, state, holding, at)
+
+    def _coverage_alert(
+        self,
+        topic: str,
+        state: TopicState,
+        holders: dict[RegKey, Any],
+        holding: set[str],
+        expected: set[str],
+        at: int,
+    ) -> None:
+        k, n = len(holding & expected), len(expected)
+        views: dict[str, list[str]] = {}
+        for ns, b, _ in holders:
+            views.setdefault(ns, []).append(b)
+        queues = max((c[1] for c in holders.values()), default=4)
+        self.e.book.raise_or_update(
+            self._topic_key("PARTIAL_COVERAGE", topic),
+            at,
+            severity="critical" if k <= 1 else "warning",
+            summary=f"Auto-created topic {topic} is on {k} of {n} brokers and will stay there: "
+            "its producers' routes have converged on that subset.",
+            evidence={
+                "coverage": f"{k}/{n}",
+                "brokers_with_topic": sorted(holding & expected),
+                "brokers_without_topic": sorted(expected - holding),
+                "namesrv_views": {ns: sorted(set(v)) for ns, v in sorted(views.items())},
+                "auto_created_at": state.auto_created_at,
+                "producers_with_template_route": sorted(state.holders),
+            },
+            remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
+            f"-t {topic} -r {queues} -w {queues}; and set autoCreateTopicEnable=false on the "
+            "brokers in production.",
+        )
+        self.e.book.resolve(
+            self._topic_key("AT_RISK", topic), at, {"resolution": "partial coverage opened"}
+        )
+        if state.at_risk_since is not None:
+            state.at_risk_since = None
+            self.e.topics.mark(topic)
+
+    def _judge_at_risk(self, topic: str, state: TopicState, holding: set[str], at: int) -> None:
+        key = self._topic_key("AT_RISK", topic)
+        risky = {
+            c: h
+            for c, h in state.holders.items()
+            if 1 <= len(set(h.brokers) & holding) < len(set(h.brokers))
+        }
+        pc_open = self.e.book.get(self._topic_key("PARTIAL_COVERAGE", topic)) is not None
+        if not risky or pc_open:
+            if state.at_risk_since is not None:
+                state.at_risk_since = None
+                self.e.topics.mark(topic)
+            self.e.book.resolve(key, at)
+            return
+        if state.at_risk_since is None:
+            state.at_risk_since = at
+            self.e.topics.mark(topic)
+            self.e.schedule(at + AT_RISK_MS, "at_risk", topic)
+        if at < state.at_risk_since + AT_RISK_MS:
+            return
+        producers = [
+            {
+                "client_id": c,
+                "template_brokers": sorted(set(h.brokers)),
+                "brokers_with_topic": sorted(set(h.brokers) & holding),
+                "template_route_since": h.since,
+                "next_refresh_by": h.last_pull + REFRESH_MS,
+            }
+            for c, h in sorted(risky.items())
+        ]
+        refresh_by = max(h.last_pull + REFRESH_MS for h in risky.values())
+        m = max(len(set(h.brokers)) for h in risky.values())
+        k = min(len(set(h.brokers) & holding) for h in risky.values())
+        queues = 4
+        self.e.book.raise_or_update(
+            key,
+            max(at, state.at_risk_since + AT_RISK_MS),
+            severity="warning",
+            summary=f"Topic {topic} is on {k} of the {m} brokers its producers' template route "
+            f"covers; at their next route refresh (by {refresh_by}) it collapses to those brokers.",
+            evidence={
+                "producers": producers,
+                "brokers_with_topic": sorted(holding),
+                "condition_since": state.at_risk_since,
+            },
+            remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
+            f"-t {topic} -r {queues} -w {queues}; and set autoCreateTopicEnable=false on the "
+            "brokers in production.",
+        )
+
+    def _judge_skew(self, topic: str, holders: dict[RegKey, Any], at: int) -> None:
+        key = self._topic_key("QUEUE_SKEW", topic)
+        per_broker = {b: {"read": c[0], "write": c[1]} for (_, b, _), c in sorted(holders.items())}
+        writes = {c["write"] for c in per_broker.values()}
+        uneven = [b for b, c in per_broker.items() if c["read"] != c["write"]]
+        if holders and (len(writes) > 1 or uneven):
+            q = max(writes)
+            self.e.book.raise_or_update(
+                key,
+                at,
+                severity="info",
+                summary=f"Topic {topic} has uneven queues: write queues "
+                f"{sorted(writes)} across brokers"
+                + (f", read != write on {', '.join(uneven)}" if uneven else "")
+                + ".",
+                evidence={"brokers": per_broker},
+                remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
+                f"-t {topic} -r {q} -w {q}",
+            )
+        else:
+            self.e.book.resolve(key, at)
+
+    # -- sends ----------------------------------------------------------------------------------
+
+    def send_succeeded(self, topic: str, ts: int) -> None:
+        key = self._topic_key("NO_ROUTE_INFO", topic)
+        if self.e.book.get(key) is not None:
+            self.e.book.resolve(key, ts, {"resolution": "a send succeeded"})
+
+    def _cause(self, e: dict[str, Any]) -> str:
+        regs = self._regs()
+        live = [(k, r) for k, r in regs.items() if r.live]
+        if e["status"] == "NO_NAMESRV" or e["client_id"] in self.e.meta.no_namesrv_clients:
+            return "NO_NAMESRV"
+        if not live:
+            return "NO_LIVE_BROKER"
+        reported_tbw102 = bool(self.e.live_holders(TBW102))
+        key = e["default_topic"]
+        if key != TBW102 and not self.e.live_holders(key) and reported_tbw102:
+            return "CREATE_TOPIC_KEY_MISMATCH"
+        if all(r.auto_create is False for _, r in live):
+            return "AUTO_CREATE_DISABLED"
+        if any(r.auto_create for _, r in live) and not reported_tbw102:
+            return "TEMPLATE_MISSING"
+        return "UNKNOWN"
+
+    def no_route(self, e: dict[str, Any], ts: int) -> None:
+        topic = e["topic"]
+        key = self._topic_key("NO_ROUTE_INFO", topic)
+        last_resolved = self.e.meta.last_resolved.get(orjson.dumps(list(key)).decode())
+        last_resolved = self.e.book.last_resolved.get(key, last_resolved)
+        if self.e.book.get(key) is None and last_resolved is not None and ts <= last_resolved:
+            return
+        state = self.e.topic_state(topic, create=True)
+        assert state is not None
+        fail = state.no_route if self.e.book.get(key) is not None and state.no_route else None
+        fail = fail or {"first": ts, "count": 0, "clients": [], "statuses": {}, "due": None}
+        fail["last"] = ts
+        fail["count"] += 1
+        if e["client_id"] not in fail["clients"]:
+            fail["clients"] = sorted([*fail["clients"], e["client_id"]])[:EVIDENCE_LIST_MAX]
+        fail["statuses"][e["status"]] = fail["statuses"].get(e["status"], 0) + 1
+        if fail["due"] is None:
+            fail["due"] = ts + FAILURE_QUIET_MS
+            self.e.schedule(ts + FAILURE_QUIET_MS, "no_route", topic)
+        state.no_route = fail
+        self.e.topics.mark(topic)
+        cause = self._cause(e)
+        remedies = {
+            "NO_NAMESRV": "Set the client's NameServer address (namesrvAddr).",
+            "NO_LIVE_BROKER": "Bring a broker of the cluster back.",
+            "CREATE_TOPIC_KEY_MISMATCH": "Align the client's createTopicKey "
+            f"({e['default_topic']}) with TBW102 (upgrade a 4.3.0 client).",
+            "AUTO_CREATE_DISABLED": f"Create the topic: mqadmin updateTopic -n "
+            f"{self._namesrvs_for_remedy()} -c {self.cluster} -t {topic} -r 8 -w 8",
+            "TEMPLATE_MISSING": "Restore TBW102: restart the brokers with "
+            "autoCreateTopicEnable=true, or create the topic.",
+            "UNKNOWN": "Check the client's NameServer address and the topic's route.",
+        }
+        self.e.book.raise_or_update(
+            key,
+            ts,
+            severity="critical",
+            cause=cause,
+            summary=f'Sends of topic {topic} fail with "No route info of this topic" '
+            f"(cause: {cause}).",
+            evidence={
+                "first_failure": fail["first"],
+                "last_failure": fail["last"],
+                "failures": fail["count"],
+                "statuses": fail["statuses"],
+                "clients": fail["clients"],
+                "create_topic_key": e["default_topic"],
+            },
+            remedy=remedies[cause],
+        )
+
+    def rejected(self, e: dict[str, Any], ts: int) -> None:
+        topic = e["topic"]
+        key = self._topic_key("SEND_REJECTED", topic)
+        state = self.e.topic_state(topic, create=True)
+        assert state is not None
+        rej = state.rejected if self.e.book.get(key) is not None and state.rejected else None
+        rej = rej or {"first": ts, "count": 0, "brokers": {}, "due": None}
+        rej["last"] = ts
+        rej["count"] += 1
+        broker = e.get("broker") or "?"
+        rej["brokers"][broker] = rej["brokers"].get(broker, 0) + 1
+        if rej["due"] is None:
+            rej["due"] = ts + FAILURE_QUIET_MS
+            self.e.schedule(ts + FAILURE_QUIET_MS, "rejected", topic)
+        state.rejected = rej
+        self.e.topics.mark(topic)
+        brokers = ", ".join(sorted(rej["brokers"]))
+        self.e.book.raise_or_update(
+            key,
+            ts,
+            severity="warning",
+            summary=f"Broker(s) {brokers} refuse sends of topic {topic} with TOPIC_NOT_EXIST.",
+            evidence={
+                "first_refusal": rej["first"],
+                "last_refusal": rej["last"],
+                "refusals": rej["count"],
+                "brokers": rej["brokers"],
+            },
+            remedy=f"Create {topic} on {brokers} (mqadmin updateTopic -b <broker addr> -t "
+            f"{topic}), or remove the stale TBW102 from {brokers}.",
+        )
+
+    def _failure_quiet(self, topic: str, at: int, field_name: str, kind: str) -> None:
+        """120 s without a failure of this kind resolves the alert."""
+        state = self.e.topic_state(topic)
+        record = getattr(state, field_name, None) if state is not None else None
+        if record is None or record["due"] != at:
+            return  # resolved meanwhile, or a deadline replaced by a later one
+        record["due"] = None
+        if record["last"] + FAILURE_QUIET_MS > at:
+            record["due"] = record["last"] + FAILURE_QUIET_MS
+            self.e.schedule(record["due"], field_name, topic)
+        else:
+            self.e.book.resolve(self._topic_key(kind, topic), at, {"resolution": "quiet for 120 s"})
+            setattr(state, field_name, None)
+        assert state is not None
+        self.e.topics.mark(topic)

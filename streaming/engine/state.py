@@ -1,0 +1,198 @@
+"""The state the engine keeps per cluster, as plain data that serializes to JSON.
+
+Small parts (registrations, indexes, open alerts, pending deadlines) live in :class:`Meta` and
+are loaded whole; large parts (each registration's topic table, the per-topic route content and
+per-topic rule state) are :class:`LazyMap` s that load one entry when it is first needed and
+remember which entries changed, so that persistence costs follow what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Config", "Holder", "LazyMap", "Meta", "Reg", "RegKey", "TopicState", "reg_id"]
+
+RegKey = tuple[str, str, int]
+"""(namesrv, broker, broker_id): one broker's registration with one NameServer."""
+
+Config = tuple[int, int, int]
+"""(read_queue_nums, write_queue_nums, perm)."""
+
+
+def reg_id(key: RegKey) -> str:
+    """A registration key as one string (state keys and JSON object keys)."""
+    return f"{key[0]}|{key[1]}|{key[2]}"
+
+
+def reg_key(text: str) -> RegKey:
+    ns, broker, broker_id = text.rsplit("|", 2)
+    return (ns, broker, int(broker_id))
+
+
+@dataclass(slots=True)
+class Reg:
+    """What the monitor knows of one broker's registration with one NameServer."""
+
+    addr: str
+    last_hb: int
+    live: bool = True
+    shutdown: bool = False
+    auto_create: bool | None = None
+    default_q: int | None = None
+    version: str | None = None
+    template: str = "missing"  # TBW102 in the latest full table: usable | missing | no_inherit
+    expiry_due: int | None = None
+    parts_version: str | None = None
+    parts: dict[int, dict[str, Config]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "addr": self.addr,
+            "last_hb": self.last_hb,
+            "live": self.live,
+            "shutdown": self.shutdown,
+            "auto_create": self.auto_create,
+            "default_q": self.default_q,
+            "version": self.version,
+            "template": self.template,
+            "expiry_due": self.expiry_due,
+            "parts_version": self.parts_version,
+            "parts": {str(i): {t: list(c) for t, c in p.items()} for i, p in self.parts.items()},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Reg:
+        parts = {int(i): {t: _config(c) for t, c in p.items()} for i, p in d["parts"].items()}
+        return cls(**{**d, "parts": parts})
+
+
+def _config(c: Any) -> Config:
+    return (int(c[0]), int(c[1]), int(c[2]))
+
+
+@dataclass(slots=True)
+class Holder:
+    """A producer holding a template route for a topic."""
+
+    brokers: list[str]
+    since: int
+    last_pull: int
+
+
+@dataclass(slots=True)
+class TopicState:
+    """Per-topic rule state; only topics that were auto-created, or had failures, have one."""
+
+    auto_created_at: int | None = None
+    holders: dict[str, Holder] = field(default_factory=dict)
+    at_risk_since: int | None = None
+    no_route: dict[str, Any] | None = None  # last, count, clients, statuses, due
+    rejected: dict[str, Any] | None = None  # last, count, brokers, due
+
+    def is_empty(self) -> bool:
+        return (
+            self.auto_created_at is None
+            and not self.holders
+            and self.no_route is None
+            and self.rejected is None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "auto_created_at": self.auto_created_at,
+            "holders": {c: [h.brokers, h.since, h.last_pull] for c, h in self.holders.items()},
+            "at_risk_since": self.at_risk_since,
+            "no_route": self.no_route,
+            "rejected": self.rejected,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TopicState:
+        holders = {c: Holder(list(b), int(s), int(p)) for c, (b, s, p) in d["holders"].items()}
+        return cls(d["auto_created_at"], holders, d["at_risk_since"], d["no_route"], d["rejected"])
+
+
+@dataclass(slots=True)
+class Meta:
+    """The small, whole-loaded part of a cluster's state."""
+
+    stream_time: int | None = None
+    regs: dict[RegKey, Reg] = field(default_factory=dict)
+    auto_topics: set[str] = field(default_factory=set)
+    active_topics: set[str] = field(default_factory=set)  # topics with a TopicState
+    no_namesrv_clients: set[str] = field(default_factory=set)
+    diverged_since: dict[tuple[str, int], int] = field(default_factory=dict)
+    deadlines: list[tuple[int, int, str, str]] = field(default_factory=list)
+    deadline_seq: int = 0
+    open_alerts: list[dict[str, Any]] = field(default_factory=list)
+    last_resolved: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stream_time": self.stream_time,
+            "regs": {reg_id(k): r.to_json() for k, r in self.regs.items()},
+            "auto_topics": sorted(self.auto_topics),
+            "active_topics": sorted(self.active_topics),
+            "no_namesrv_clients": sorted(self.no_namesrv_clients),
+            "diverged_since": [[b, i, t] for (b, i), t in self.diverged_since.items()],
+            "deadlines": [list(d) for d in self.deadlines],
+            "deadline_seq": self.deadline_seq,
+            "open_alerts": self.open_alerts,
+            "last_resolved": self.last_resolved,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Meta:
+        return cls(
+            stream_time=d["stream_time"],
+            regs={reg_key(k): Reg.from_json(r) for k, r in d["regs"].items()},
+            auto_topics=set(d["auto_topics"]),
+            active_topics=set(d["active_topics"]),
+            no_namesrv_clients=set(d["no_namesrv_clients"]),
+            diverged_since={(b, int(i)): int(t) for b, i, t in d["diverged_since"]},
+            deadlines=[(int(a), int(b), str(c), str(e)) for a, b, c, e in d["deadlines"]],
+            deadline_seq=int(d["deadline_seq"]),
+            open_alerts=d["open_alerts"],
+            last_resolved={k: int(v) for k, v in d["last_resolved"].items()},
+        )
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LazyMap(Generic[K, V]):
+    """A map that loads an entry on first use (with ``load``) and tracks changed entries."""
+
+    def __init__(self, load: Callable[[K], V | None] | None = None) -> None:
+        self._data: dict[K, V | None] = {}
+        self._dirty: set[K] = set()
+        self._load = load
+
+    def get(self, key: K) -> V | None:
+        if key not in self._data:
+            self._data[key] = self._load(key) if self._load is not None else None
+        return self._data[key]
+
+    def set(self, key: K, value: V | None) -> None:
+        """Set (or, with None, delete) an entry."""
+        self._data[key] = value
+        self._dirty.add(key)
+
+    def mark(self, key: K) -> None:
+        """Record that an entry was changed in place."""
+        self._dirty.add(key)
+
+    def dirty(self) -> Iterator[tuple[K, V | None]]:
+        for key in sorted(self._dirty, key=str):
+            yield key, self._data.get(key)
+
+    def clean(self) -> None:
+        self._dirty.clear()
+
+    def forget(self) -> None:
+        """Drop loaded entries (after they were persisted), keeping memory bounded."""
+        self._data.clear()
+        self._dirty.clear()

@@ -1,0 +1,104 @@
+"""Every scenario of the emitter's library ends with exactly its documented alerts."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from emitter.scenarios import SCENARIOS
+from streaming.engine import run_cluster
+from streaming.engine.runner import ClusterRun
+from tests.support.traces import arrivals, expected, shape
+
+START = 1_767_225_600_000
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_ends_with_its_expected_alerts(name: str, seed: int) -> None:
+    run = run_cluster("DefaultCluster", arrivals(name, seed), lateness_ms=2000)
+
+    assert sorted(shape(a) for a in run.final_alerts()) == expected(name)
+
+
+def _identity(run: ClusterRun) -> list[tuple[object, ...]]:
+    return sorted(
+        (a.id, a.kind, a.opened_at, a.resolved_at, a.state, a.severity, a.cause)
+        for a in run.final_alerts()
+    )
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_batch_size_and_lateness_bound_do_not_change_the_alerts(name: str) -> None:
+    trace = arrivals(name, seed=5)
+    reference = _identity(run_cluster("DefaultCluster", trace, lateness_ms=0))
+
+    for batch_size in (1, 7, 100):
+        for lateness_ms in (0, 2000):
+            run = run_cluster(
+                "DefaultCluster", trace, lateness_ms=lateness_ms, batch_size=batch_size
+            )
+            assert _identity(run) == reference
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "opened_s", "resolved_s"),
+    [
+        ("one-send-then-silence", "AT_RISK", 10.0, 30.01),  # send at 5 s, + 5 s; refresh
+        ("one-send-then-silence", "PARTIAL_COVERAGE", 30.01, None),  # settled at the refresh
+        ("broker-dies", "BROKER_EXPIRED", 160.0, None),  # last heartbeat 40 s + 120 s
+        ("namesrv-registration-lost", "NAMESRV_DIVERGENCE", 220.0, None),  # 40 + 120 + 60
+        ("restarted-auto-create-off-stale-tbw102", "AT_RISK", 10.0, 30.01),
+        ("topic-created-after-no-route", "NO_ROUTE_INFO", 5.0, 55.0),  # first success at 55 s
+        ("tbw102-deleted-one-broker", "TEMPLATE_MISSING", 10.0, None),  # first full reg without
+        ("no-live-broker", "BROKER_EXPIRED", 130.0, None),
+    ],
+)
+def test_alerts_are_stamped_with_the_instant_their_rule_was_met(
+    name: str, kind: str, opened_s: float, resolved_s: float | None
+) -> None:
+    run = run_cluster("DefaultCluster", arrivals(name, seed=1), lateness_ms=2000)
+
+    stamps = {(a.opened_at, a.resolved_at) for a in run.final_alerts() if a.kind == kind}
+    resolved = None if resolved_s is None else START + round(resolved_s * 1000)
+    assert stamps == {(START + round(opened_s * 1000), resolved)}
+
+
+def test_send_rejected_resolves_120s_after_the_last_refusal() -> None:
+    trace = arrivals("restarted-auto-create-off-stale-tbw102", seed=1)
+    last_refusal = max(
+        ts for _, ts, _, raw in trace if '"TOPIC_NOT_EXIST"' in raw and '"send"' in raw
+    )
+
+    run = run_cluster("DefaultCluster", trace, lateness_ms=2000)
+
+    (alert,) = [a for a in run.final_alerts() if a.kind == "SEND_REJECTED"]
+    assert alert.resolved_at == last_refusal + 120_000
+
+
+def test_shuffling_within_the_bound_and_duplicating_changes_nothing_but_the_counts() -> None:
+    trace = arrivals("restarted-auto-create-off-stale-tbw102", seed=2)
+    reference = _identity(run_cluster("DefaultCluster", trace, lateness_ms=2000))
+    rng = random.Random(9)
+    # Move events by up to 0.9 s each (at most 1.8 s apart), and send each one twice.
+    noisy = sorted(trace, key=lambda a: a[1] + rng.uniform(-900, 900))
+    doubled = [a for arrival in noisy for a in (arrival, arrival)]
+
+    run = run_cluster("DefaultCluster", doubled, lateness_ms=2000, batch_size=13)
+
+    assert _identity(run) == reference
+    assert (run.duplicates, run.late) == (len(trace), 0)
+
+
+def test_events_beyond_the_bound_are_late_and_not_applied() -> None:
+    trace = arrivals("broker-dies", seed=0)
+    # The last heartbeat of broker-b (at 40 s) arrives after everything else: too late.
+    last_b = max(i for i, a in enumerate(trace) if '"broker-b"' in a[3] and '"heartbeat"' in a[3])
+    moved = [*trace[:last_b], *trace[last_b + 1 :], trace[last_b]]
+
+    run = run_cluster("DefaultCluster", moved, lateness_ms=2000)
+
+    assert run.late == 1
+    (expired,) = [a for a in run.final_alerts() if a.kind == "BROKER_EXPIRED"]
+    assert expired.opened_at == START + 130_000  # from the heartbeat at 10 s, not the late one

@@ -1,0 +1,29 @@
+"""Scenario traces as the engine and the job take them."""
+
+from __future__ import annotations
+
+from emitter.scenarios import SCENARIOS, ExpectedAlert
+from routewatch.codec import encode
+
+Arrival = tuple[str, int, int | None, str]
+
+
+def arrivals(name: str, seed: int = 0) -> list[Arrival]:
+    """``(event_id, ts, seq, raw)`` of every event of a scenario, in trace order."""
+    return [(e.event_id, e.ts, e.seq, encode(e).decode()) for e in SCENARIOS[name].run(seed)]
+
+
+def expected(name: str) -> list[tuple[object, ...]]:
+    return sorted(_shape(a) for a in SCENARIOS[name].expected)
+
+
+def _shape(a: ExpectedAlert) -> tuple[object, ...]:
+    return (a.kind, a.state, a.severity, a.cluster, a.topic, a.broker, a.broker_id, a.cause)
+
+
+def shape(alert: object) -> tuple[object, ...]:
+    """The fields of an alert that a scenario's expectation fixes."""
+    return tuple(
+        getattr(alert, f)
+        for f in ("kind", "state", "severity", "cluster", "topic", "broker", "broker_id", "cause")
+    )
