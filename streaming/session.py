@@ -19,6 +19,8 @@ BASE_CONF: Mapping[str, str] = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
 }
 
 
@@ -31,6 +33,7 @@ def spark_session(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)

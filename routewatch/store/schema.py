@@ -1,0 +1,112 @@
+"""The store's schema, as numbered migrations applied in order (``schema_version`` records them).
+
+Plain SQL that SQLite and PostgreSQL both accept. Never edit a migration that has shipped: add
+the next one.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE alerts (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            severity TEXT NOT NULL,
+            state TEXT NOT NULL,
+            cluster TEXT NOT NULL,
+            topic TEXT,
+            broker TEXT,
+            broker_id INTEGER,
+            cause TEXT,
+            opened_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            resolved_at BIGINT,
+            detected_at BIGINT NOT NULL,
+            summary TEXT NOT NULL,
+            evidence TEXT NOT NULL,
+            remedy TEXT
+        );
+        CREATE INDEX alerts_by_state ON alerts (state, opened_at);
+        CREATE INDEX alerts_by_key ON alerts (cluster, kind, topic, broker);
+
+        CREATE TABLE alert_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            alert_id TEXT NOT NULL,
+            change TEXT NOT NULL,
+            at BIGINT NOT NULL,
+            written_at BIGINT NOT NULL,
+            alert TEXT NOT NULL
+        );
+
+        CREATE TABLE route_intervals (
+            cluster TEXT NOT NULL,
+            topic TEXT NOT NULL,
+            namesrv TEXT NOT NULL,
+            broker TEXT NOT NULL,
+            broker_id INTEGER NOT NULL,
+            read_queue_nums INTEGER NOT NULL,
+            write_queue_nums INTEGER NOT NULL,
+            perm INTEGER NOT NULL,
+            valid_from BIGINT NOT NULL,
+            valid_to BIGINT
+        );
+        CREATE INDEX route_intervals_by_topic ON route_intervals (cluster, topic, valid_from);
+        CREATE INDEX route_intervals_open ON route_intervals
+            (cluster, topic, namesrv, broker, broker_id, valid_to);
+
+        CREATE TABLE brokers (
+            cluster TEXT NOT NULL,
+            namesrv TEXT NOT NULL,
+            broker TEXT NOT NULL,
+            broker_id INTEGER NOT NULL,
+            addr TEXT NOT NULL,
+            live INTEGER NOT NULL,
+            shutdown INTEGER NOT NULL,
+            auto_create INTEGER,
+            template TEXT NOT NULL,
+            last_heartbeat BIGINT NOT NULL,
+            PRIMARY KEY (cluster, namesrv, broker, broker_id)
+        );
+
+        CREATE TABLE quarantine (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            arrived_at BIGINT NOT NULL,
+            cluster TEXT,
+            reason TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            raw TEXT NOT NULL
+        );
+        CREATE INDEX quarantine_by_reason ON quarantine (reason, seq);
+
+        CREATE TABLE counters (
+            name TEXT NOT NULL,
+            label TEXT NOT NULL,
+            cluster TEXT NOT NULL,
+            value BIGINT NOT NULL,
+            PRIMARY KEY (name, label, cluster)
+        );
+
+        CREATE TABLE clusters (
+            cluster TEXT PRIMARY KEY,
+            stream_time BIGINT,
+            max_received BIGINT,
+            held INTEGER NOT NULL,
+            updated_at BIGINT NOT NULL
+        );
+
+        CREATE TABLE batches (
+            job TEXT NOT NULL,
+            batch_id BIGINT NOT NULL,
+            written_at BIGINT NOT NULL,
+            change_rows INTEGER NOT NULL,
+            input_rows BIGINT,
+            duration_ms BIGINT,
+            PRIMARY KEY (job, batch_id)
+        );
+        """,
+    ),
+]

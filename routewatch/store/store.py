@@ -1,0 +1,312 @@
+"""The store: current alerts, the alert change log, route intervals, brokers, quarantine,
+counters and the job's progress. SQLite (WAL) by default.
+
+The streaming job writes each micro-batch's changes in one transaction keyed by ``(job,
+batch_id)``: a batch replayed after a restart from the checkpoint is recognised and skipped, so
+nothing is written twice or lost. Readers (the API) only read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from routewatch.errors import RoutewatchError
+from routewatch.store.schema import MIGRATIONS
+
+__all__ = ["ChangeRow", "Store", "StoreUnavailableError", "open_store"]
+
+
+class StoreUnavailableError(RoutewatchError):
+    """The store cannot be reached or is busy."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRow:
+    """One row of the streaming job's output (``streaming.processor.CHANGES_SCHEMA``)."""
+
+    cluster: str | None
+    kind: str
+    key: str
+    at: int | None
+    payload: str
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Store:
+    """One connection to the store; not shared between threads."""
+
+    def __init__(self, url: str, *, readonly: bool = False, timeout_s: float = 30.0) -> None:
+        if not url.startswith("sqlite:///"):
+            raise RoutewatchError(
+                f"the store URL {url} is not supported yet: use sqlite:///<absolute path>."
+            )
+        self.path = Path(url.removeprefix("sqlite:///"))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
+            self.db = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None)
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreUnavailableError(f"cannot open the store at {self.path}: {exc}.") from None
+        self.db.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailableError(f"the store at {self.path} is busy: {exc}.") from None
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    # -- schema ---------------------------------------------------------------------------------
+
+    def migrate(self) -> int:
+        """Apply the migrations not applied yet; returns the schema version."""
+        with self.transaction() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)")
+            done = {r[0] for r in db.execute("SELECT version FROM schema_version")}
+            for version, script in MIGRATIONS:
+                if version in done:
+                    continue
+                for statement in filter(str.strip, script.split(";")):
+                    db.execute(statement)
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+        return max(v for v, _ in MIGRATIONS)
+
+    # -- the streaming job's writes -------------------------------------------------------------
+
+    def write_batch(self, job: str, batch_id: int, rows: Iterable[ChangeRow]) -> bool:
+        """Apply one micro-batch's changes atomically; False when it was applied before."""
+        now = _now_ms()
+        rows = list(rows)
+        with self.transaction() as db:
+            seen = db.execute(
+                "SELECT 1 FROM batches WHERE job = ? AND batch_id = ?", (job, batch_id)
+            ).fetchone()
+            if seen:
+                return False
+            for row in rows:
+                _WRITERS[row.kind](db, row, now)
+            db.execute(
+                "INSERT INTO batches (job, batch_id, written_at, change_rows) VALUES (?, ?, ?, ?)",
+                (job, batch_id, now, len(rows)),
+            )
+        return True
+
+    def record_progress(self, job: str, batch_id: int, input_rows: int, duration_ms: int) -> None:
+        """The query's own figures for a batch (from its progress report)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE batches SET input_rows = ?, duration_ms = ? WHERE job = ? AND batch_id = ?",
+                (input_rows, duration_ms, job, batch_id),
+            )
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def alerts(self, *, state: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM alerts"
+        args: tuple[Any, ...] = ()
+        if state is not None:
+            sql, args = sql + " WHERE state = ?", (state,)
+        return [_alert(r) for r in self.db.execute(sql + " ORDER BY opened_at, id", args)]
+
+    def alert_log(self, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT seq, alert_id, change, at, alert FROM alert_log WHERE seq > ? ORDER BY seq "
+            "LIMIT ?",
+            (after, limit),
+        )
+        return [{**dict(r), "alert": orjson.loads(r["alert"])} for r in rows]
+
+    def route_intervals(self, cluster: str, topic: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT * FROM route_intervals WHERE cluster = ? AND topic = ? "
+            "ORDER BY valid_from, namesrv, broker, broker_id",
+            (cluster, topic),
+        )
+        return [dict(r) for r in rows]
+
+    def brokers(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM brokers ORDER BY cluster, broker, broker_id, namesrv")
+        return [dict(r) for r in rows]
+
+    def counters(self) -> dict[tuple[str, str, str], int]:
+        rows = self.db.execute("SELECT name, label, cluster, value FROM counters")
+        return {(r["name"], r["label"], r["cluster"]): r["value"] for r in rows}
+
+    def quarantine(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM quarantine ORDER BY seq DESC LIMIT ?", (limit,))
+        return [dict(r) for r in rows]
+
+    def batches(self, job: str) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM batches WHERE job = ? ORDER BY batch_id", (job,))
+        return [dict(r) for r in rows]
+
+    def clusters(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute("SELECT * FROM clusters ORDER BY cluster")]
+
+
+def _alert(row: sqlite3.Row) -> dict[str, Any]:
+    out = dict(row)
+    out["evidence"] = orjson.loads(out["evidence"])
+    return out
+
+
+_ALERT_COLUMNS = (
+    "id",
+    "kind",
+    "severity",
+    "state",
+    "cluster",
+    "topic",
+    "broker",
+    "broker_id",
+    "cause",
+    "opened_at",
+    "updated_at",
+    "resolved_at",
+    "detected_at",
+    "summary",
+    "evidence",
+    "remedy",
+)
+
+
+def _write_alert(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+    alert = orjson.loads(row.payload)
+    found = db.execute("SELECT detected_at FROM alerts WHERE id = ?", (alert["id"],)).fetchone()
+    alert["detected_at"] = found[0] if found else now
+    values = [
+        alert[c] if c != "evidence" else orjson.dumps(alert[c]).decode() for c in _ALERT_COLUMNS
+    ]
+    updates = ", ".join(
+        f"{c} = excluded.{c}" for c in _ALERT_COLUMNS if c not in ("id", "detected_at")
+    )
+    db.execute(
+        f"INSERT INTO alerts ({', '.join(_ALERT_COLUMNS)}) VALUES ({', '.join('?' * len(values))}) "
+        f"ON CONFLICT (id) DO UPDATE SET {updates}",
+        values,
+    )
+    change = "opened" if not found else ("resolved" if alert["state"] == "resolved" else "updated")
+    db.execute(
+        "INSERT INTO alert_log (alert_id, change, at, written_at, alert) VALUES (?, ?, ?, ?, ?)",
+        (alert["id"], change, alert["updated_at"], now, orjson.dumps(alert).decode()),
+    )
+
+
+def _write_route(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+    topic, namesrv, broker, broker_id = orjson.loads(row.key)
+    config = orjson.loads(row.payload)
+    key = (row.cluster, topic, namesrv, broker, broker_id)
+    db.execute(
+        "UPDATE route_intervals SET valid_to = ? WHERE cluster = ? AND topic = ? AND namesrv = ? "
+        "AND broker = ? AND broker_id = ? AND valid_to IS NULL",
+        (row.at, *key),
+    )
+    if config is not None:
+        db.execute(
+            "INSERT INTO route_intervals (cluster, topic, namesrv, broker, broker_id, "
+            "read_queue_nums, write_queue_nums, perm, valid_from) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*key, *config, row.at),
+        )
+
+
+def _write_broker(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+    namesrv, broker, broker_id = orjson.loads(row.key)
+    s = orjson.loads(row.payload)
+    db.execute(
+        "INSERT INTO brokers (cluster, namesrv, broker, broker_id, addr, live, shutdown, "
+        "auto_create, template, last_heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (cluster, namesrv, broker, broker_id) DO UPDATE SET addr = excluded.addr, "
+        "live = excluded.live, shutdown = excluded.shutdown, auto_create = excluded.auto_create, "
+        "template = excluded.template, last_heartbeat = excluded.last_heartbeat",
+        (
+            row.cluster,
+            namesrv,
+            broker,
+            broker_id,
+            s["addr"],
+            s["live"],
+            s["shutdown"],
+            s["auto_create"],
+            s["template"],
+            s["last_heartbeat"],
+        ),
+    )
+
+
+def _add_counter(db: sqlite3.Connection, name: str, label: str, cluster: str, value: int) -> None:
+    db.execute(
+        "INSERT INTO counters (name, label, cluster, value) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (name, label, cluster) DO UPDATE SET value = counters.value + excluded.value",
+        (name, label, cluster, value),
+    )
+
+
+def _write_count(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+    name, label = row.key.split("|", 1)
+    _add_counter(db, name, label, row.cluster or "", int(row.payload))
+
+
+def _write_quarantine(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+    p = orjson.loads(row.payload)
+    reason = p.get("reason", "late")
+    db.execute(
+        "INSERT INTO quarantine (arrived_at, cluster, reason, detail, raw) VALUES (?, ?, ?, ?, ?)",
+        (now, row.cluster, reason, p["detail"], p["raw"]),
+    )
+    if row.kind == "bad":
+        _add_counter(db, "quarantined", reason, row.cluster or "", 1)
+
+
+def _write_clock(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+    clock = orjson.loads(row.payload)
+    db.execute(
+        "INSERT INTO clusters (cluster, stream_time, max_received, held, updated_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cluster) DO UPDATE SET "
+        "stream_time = excluded.stream_time, max_received = excluded.max_received, "
+        "held = excluded.held, updated_at = excluded.updated_at",
+        (row.cluster, row.at, clock["max_received"], clock["held"], now),
+    )
+
+
+_WRITERS = {
+    "alert": _write_alert,
+    "route": _write_route,
+    "broker": _write_broker,
+    "count": _write_count,
+    "late": _write_quarantine,
+    "bad": _write_quarantine,
+    "clock": _write_clock,
+}
+
+
+def open_store(url: str, *, readonly: bool = False) -> Store:
+    """Open the store at ``url`` (creating and migrating it unless ``readonly``)."""
+    store = Store(url, readonly=readonly)
+    if not readonly:
+        store.migrate()
+    return store

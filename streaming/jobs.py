@@ -1,0 +1,151 @@
+"""The two ways the pipeline runs: over finite traces (``evaluate``), and as the long-running
+job over the spool (``stream``). Both wire the same stages of :mod:`streaming.pipeline`."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import orjson
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.listener import StreamingQueryListener
+from pyspark.sql.streaming.query import StreamingQuery
+
+from routewatch.errors import RoutewatchError
+from routewatch.store import open_store
+from streaming.pipeline import changes, file_lines
+from streaming.session import spark_session
+from streaming.settings import StreamingSettings
+from streaming.sink import job_name, store_writer
+
+__all__ = ["check_readable", "evaluate_traces", "final_alerts", "run_stream", "start_spool_stream"]
+
+log = logging.getLogger("routewatch.stream")
+
+
+def check_readable(path: Path) -> None:
+    """Fail with one sentence when a trace cannot be read."""
+    try:
+        with path.open("rb") as f:
+            f.read(1)
+    except OSError as exc:
+        raise RoutewatchError(f"cannot read the trace {path}: {exc.strerror}.") from None
+
+
+def final_alerts(rows: list[Any]) -> list[dict[str, Any]]:
+    """The last version of each alert among change rows, ordered by opening."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in sorted((r for r in rows if r.kind == "alert"), key=lambda r: (r.cluster, r.key)):
+        alert = orjson.loads(row.payload)
+        latest[alert["id"]] = alert
+    return sorted(latest.values(), key=lambda a: (a["opened_at"], a["kind"], a["id"]))
+
+
+def evaluate_traces(
+    spark: SparkSession, paths: list[Path], settings: StreamingSettings
+) -> dict[str, list[dict[str, Any]]]:
+    """Run the pipeline to completion over each trace separately; the alerts each ends with."""
+    for path in paths:
+        check_readable(path)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        text = spark.read.format("text").load(str(path.absolute()))
+        rows = changes(
+            file_lines(text),
+            lateness_ms=settings.lateness_ms,
+            dedupe_horizon_ms=settings.dedupe_horizon_ms,
+            final=True,
+        ).collect()
+        detected = int(time.time() * 1000)
+        out[str(path)] = [{**a, "detected_at": detected} for a in final_alerts(rows)]
+    return out
+
+
+class _ProgressLog(StreamingQueryListener):
+    """One log line per batch (input rows, duration, event-time lag) and the batch's figures
+    in the store."""
+
+    def __init__(self, store_url: str, job: str) -> None:
+        self.store_url = store_url
+        self.job = job
+
+    def onQueryStarted(self, event: Any) -> None:
+        log.info("stream started: query %s", event.id)
+
+    def onQueryProgress(self, event: Any) -> None:
+        p = event.progress
+        duration = int(p.durationMs.get("triggerExecution", 0))
+        store = open_store(self.store_url)
+        try:
+            store.record_progress(self.job, p.batchId, p.numInputRows, duration)
+            times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
+        finally:
+            store.close()
+        lag = f"{time.time() - max(times) / 1000:.1f} s" if times else "n/a"
+        log.info(
+            "batch %d: %d input rows in %d ms, event-time lag %s",
+            p.batchId,
+            p.numInputRows,
+            duration,
+            lag,
+        )
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        log.info("stream stopped%s", f": {event.exception}" if event.exception else "")
+
+
+def start_spool_stream(
+    spark: SparkSession, settings: StreamingSettings, checkpoint: Path | None = None
+) -> StreamingQuery:
+    """Start the long-running job over the spool directory, writing to the store."""
+    spool = settings.spool_dir
+    spool.mkdir(parents=True, exist_ok=True)
+    checkpoint = checkpoint or settings.checkpoint_dir / "spool"
+    job = job_name(str(checkpoint))
+    open_store(settings.store_url).close()  # create and migrate before the first batch
+    reader = spark.readStream.format("text")
+    if settings.max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", settings.max_files_per_trigger)
+    lines = file_lines(reader.load(str(spool)))
+    output = changes(
+        lines, lateness_ms=settings.lateness_ms, dedupe_horizon_ms=settings.dedupe_horizon_ms
+    )
+    spark.streams.addListener(_ProgressLog(settings.store_url, job))
+    return (
+        output.writeStream.queryName("routewatch")
+        .foreachBatch(store_writer(settings.store_url, job))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
+        .start()
+    )
+
+
+def run_stream(settings: StreamingSettings) -> int:
+    """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
+    spark = spark_session(settings.spark_master, "routewatch-stream")
+    spark.sparkContext.setLogLevel("WARN")
+    query = start_spool_stream(spark, settings)
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopping.append(signum)
+        log.info("stopping (signal %d): finishing the current batch", signum)
+        query.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        query.awaitTermination()
+    except Exception as exc:  # the query failed: say so in one line
+        if not stopping:
+            raise RoutewatchError(f"the stream job failed: {str(exc).splitlines()[0]}") from None
+    finally:
+        spark.stop()
+    return 0

@@ -1,0 +1,294 @@
+"""Stage 2, track clusters: the engine as a Spark stateful processor, keyed by cluster.
+
+Each micro-batch, the processor loads the cluster's small state whole, and the large parts
+(topic tables per registration, routes and rule state per topic, seen event ids) one entry at
+a time as the engine asks for them; it writes back only what changed. The state lives in
+Spark's state store (RocksDB), checkpointed with the query, so a restart resumes exactly.
+
+Output rows are changes (see :data:`CHANGES_SCHEMA`): alert versions, route changes, broker
+registration states, counter increments, late input, and the cluster's event-time clock.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import (
+    MapState,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+    ValueState,
+)
+
+from streaming.engine.cluster import ClusterEngine
+from streaming.engine.intake import Intake
+from streaming.engine.state import Config, LazyMap, Meta, RegKey, TopicState, reg_id
+
+__all__ = ["CHANGES_SCHEMA", "ClusterProcessor"]
+
+CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload string"
+BUCKETS = 256
+HELD_SCHEMA = "ts long, seq long, event_id string, value string"
+Arrival = tuple[str, int, int | None, str]
+
+
+def _bucket(topic: str) -> int:
+    return zlib.crc32(topic.encode()) % BUCKETS
+
+
+class _Buckets:
+    """Per-topic entries stored 256 to a state entry, loaded and written a bucket at a time."""
+
+    def __init__(self, state: MapState) -> None:
+        self.state = state
+        self.loaded: dict[int, dict[str, Any]] = {}
+
+    def _get(self, bucket: int) -> dict[str, Any]:
+        if bucket not in self.loaded:
+            row = self.state.getValue((bucket,))
+            self.loaded[bucket] = orjson.loads(row[0]) if row else {}
+        return self.loaded[bucket]
+
+    def get(self, topic: str) -> Any:
+        return self._get(_bucket(topic)).get(topic)
+
+    def save(self, dirty: Iterator[tuple[str, Any]]) -> None:
+        touched: set[int] = set()
+        for topic, raw in dirty:
+            bucket = _bucket(topic)
+            entries = self._get(bucket)
+            if raw is None:
+                entries.pop(topic, None)
+            else:
+                entries[topic] = raw
+            touched.add(bucket)
+        for bucket in sorted(touched):
+            if self.loaded[bucket]:
+                self.state.updateValue((bucket,), (orjson.dumps(self.loaded[bucket]).decode(),))
+            else:
+                self.state.removeKey((bucket,))
+
+
+def _json_value(state: ValueState) -> Any:
+    """The JSON held in a one-column value state, or None when it is empty."""
+    row = state.get() if state.exists() else None
+    return None if row is None else orjson.loads(row[0])
+
+
+def _route_in(raw: Any) -> dict[RegKey, Config] | None:
+    if raw is None:
+        return None
+    out: dict[RegKey, Config] = {}
+    for rid, c in raw.items():
+        ns, broker, broker_id = rid.rsplit("|", 2)
+        out[(ns, broker, int(broker_id))] = (c[0], c[1], c[2])
+    return out
+
+
+def _route_out(value: dict[RegKey, Config] | None) -> Any:
+    return None if value is None else {reg_id(k): list(c) for k, c in value.items()}
+
+
+class ClusterProcessor(StatefulProcessor):
+    """Feeds one cluster's events through :class:`Intake` and :class:`ClusterEngine`.
+
+    ``final``: the input is finite and this is its only batch (``evaluate``): everything held
+    back by the lateness bound is applied at the end.
+    """
+
+    def __init__(self, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False) -> None:
+        self.lateness_ms = lateness_ms
+        self.dedupe_horizon_ms = dedupe_horizon_ms
+        self.final = final
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.meta_state = handle.getValueState("meta", "json string")
+        self.intake_state = handle.getValueState("intake", "json string")
+        self.held_state = handle.getListState(
+            "held", "ts long, seq long, event_id string, value string"
+        )
+        self.seen_state = handle.getMapState("seen", "bucket long", "ids string")
+        self.tables_state = handle.getMapState("tables", "reg string", "json string")
+        self.routes_state = handle.getMapState("routes", "bucket int", "json string")
+        self.topics_state = handle.getMapState("topics", "bucket int", "json string")
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        cluster = str(key[0])
+        frame = pd.concat(list(rows), ignore_index=True).sort_values("arrival", kind="stable")
+        arrivals = [
+            (str(eid), int(ts), None if pd.isna(seq) else int(seq), str(value))
+            for eid, ts, seq, value in zip(
+                frame["event_id"], frame["ts"], frame["seq"], frame["value"], strict=True
+            )
+        ]
+        intake, seen_keys = self._load_intake(arrivals)
+        result = intake.receive(arrivals)
+        engine = self._load_engine(cluster)
+        for held in result.released:
+            engine.apply(held.value)
+        if self.final:
+            for held in intake.flush():
+                engine.apply(held.value)
+        engine.finish()
+        self._save_intake(intake, seen_keys)
+        self._save_engine(engine)
+        yield _outputs(cluster, engine, result.late, result.duplicates, intake)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def _load_intake(
+        self, arrivals: list[tuple[str, int, int | None, str]]
+    ) -> tuple[Intake, set[int]]:
+        intake = Intake(self.lateness_ms, self.dedupe_horizon_ms)
+        stored = _json_value(self.intake_state) or {}
+        intake.max_received = stored.get("max_received")
+        seen_keys = set(stored.get("seen_keys", []))
+        intake.load_held(list(self.held_state.get()) if self.held_state.exists() else [])
+        for bucket in sorted({ts // 1000 for _, ts, _, _ in arrivals} & seen_keys):
+            row = self.seen_state.getValue((bucket,))
+            if row:
+                intake.seen[bucket] = set(orjson.loads(row[0]))
+        return intake, seen_keys
+
+    def _save_intake(self, intake: Intake, seen_keys: set[int]) -> None:
+        for bucket in sorted(intake.touched_buckets):
+            ids = sorted(intake.seen[bucket])
+            self.seen_state.updateValue((bucket,), (orjson.dumps(ids).decode(),))
+            seen_keys.add(bucket)
+        if intake.max_received is not None:
+            oldest = (intake.max_received - self.dedupe_horizon_ms) // 1000
+            for bucket in sorted(b for b in seen_keys if b < oldest):
+                self.seen_state.removeKey((bucket,))
+                seen_keys.discard(bucket)
+        self.intake_state.update(
+            (
+                orjson.dumps(
+                    {"max_received": intake.max_received, "seen_keys": sorted(seen_keys)}
+                ).decode(),
+            )
+        )
+        held = intake.held_rows()
+        if held:
+            self.held_state.put(held)
+        else:
+            self.held_state.clear()
+
+    def _load_engine(self, cluster: str) -> ClusterEngine:
+        stored = _json_value(self.meta_state)
+        meta = Meta() if stored is None else Meta.from_json(stored)
+        self.routes = _Buckets(self.routes_state)
+        self.topic_buckets = _Buckets(self.topics_state)
+
+        def load_table(key: RegKey) -> dict[str, Config] | None:
+            row = self.tables_state.getValue((reg_id(key),))
+            if not row:
+                return None
+            return {t: (c[0], c[1], c[2]) for t, c in orjson.loads(row[0]).items()}
+
+        def load_topic(topic: str) -> TopicState | None:
+            raw = self.topic_buckets.get(topic)
+            return None if raw is None else TopicState.from_json(raw)
+
+        return ClusterEngine(
+            cluster,
+            meta,
+            tables=LazyMap(load_table),
+            routes=LazyMap(lambda topic: _route_in(self.routes.get(topic))),
+            topics=LazyMap(load_topic),
+        )
+
+    def _save_engine(self, engine: ClusterEngine) -> None:
+        for key, table in engine.tables.dirty():
+            if table is None:
+                self.tables_state.removeKey((reg_id(key),))
+            else:
+                blob = {t: list(c) for t, c in table.items()}
+                self.tables_state.updateValue((reg_id(key),), (orjson.dumps(blob).decode(),))
+        self.routes.save((t, _route_out(v)) for t, v in engine.routes.dirty())
+        self.topic_buckets.save(
+            (t, None if v is None or v.is_empty() else v.to_json())
+            for t, v in engine.topics.dirty()
+        )
+        for topic, value in engine.topics.dirty():
+            if value is None or value.is_empty():
+                engine.meta.active_topics.discard(topic)
+                engine.meta.auto_topics.discard(topic)
+        self.meta_state.update((orjson.dumps(engine.meta.to_json()).decode(),))
+
+    def close(self) -> None:
+        pass
+
+
+def _outputs(
+    cluster: str,
+    engine: ClusterEngine,
+    late: list[tuple[str, str]],
+    duplicates: int,
+    intake: Intake,
+) -> pd.DataFrame:
+    rows: list[tuple[str, str, str, int | None, str]] = []
+    for i, alert in enumerate(engine.book.take_changes()):
+        # key: the alert id and the change's place in this batch, so versions sort in order
+        rows.append(
+            (
+                cluster,
+                "alert",
+                f"{alert.id}|{i:06d}",
+                alert.updated_at,
+                orjson.dumps(alert.to_dict()).decode(),
+            )
+        )
+    for change in engine.out.route_changes:
+        ns, broker, broker_id = change.reg
+        rows.append(
+            (
+                cluster,
+                "route",
+                orjson.dumps([change.topic, ns, broker, broker_id]).decode(),
+                change.at,
+                orjson.dumps(None if change.config is None else list(change.config)).decode(),
+            )
+        )
+    for key in sorted(engine.out.touched_regs):
+        reg = engine.meta.regs[key]
+        state = {
+            "addr": reg.addr,
+            "live": reg.live,
+            "shutdown": reg.shutdown,
+            "auto_create": reg.auto_create,
+            "template": reg.template,
+            "last_heartbeat": reg.last_hb,
+        }
+        rows.append(
+            (
+                cluster,
+                "broker",
+                orjson.dumps(list(key)).decode(),
+                reg.last_hb,
+                orjson.dumps(state).decode(),
+            )
+        )
+    counts = {f"events|{k}": v for k, v in engine.out.events.items()}
+    counts.update({f"sends|{k}": v for k, v in engine.out.sends.items()})
+    if duplicates:
+        counts["duplicates|"] = duplicates
+    if late:
+        counts["late|"] = len(late)
+    for name, value in sorted(counts.items()):
+        rows.append((cluster, "count", name, engine.meta.stream_time, str(value)))
+    for raw, detail in late:
+        rows.append(
+            (cluster, "late", "late", None, orjson.dumps({"raw": raw, "detail": detail}).decode())
+        )
+    clock = {"max_received": intake.max_received, "held": len(intake.held)}
+    rows.append((cluster, "clock", cluster, engine.meta.stream_time, orjson.dumps(clock).decode()))
+    return pd.DataFrame(rows, columns=["cluster", "kind", "key", "at", "payload"]).astype(
+        {"at": "Int64"}
+    )

@@ -1,0 +1,40 @@
+"""The streaming job's settings: the shared keys plus its own, from ``ROUTEWATCH_*``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from routewatch.settings import Settings
+
+__all__ = ["StreamingSettings"]
+
+
+class StreamingSettings(Settings):
+    """Built once, in the ``stream`` or ``evaluate`` command."""
+
+    lateness_bound_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="How long an event is held for events of its cluster that arrive out of "
+        "order; older arrivals are late (0 suits one in-order trace).",
+    )
+    dedupe_horizon_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Event time over which repeated event ids are recognised as duplicates.",
+    )
+    trigger_interval_s: float = Field(
+        default=1.0, gt=0, description="Micro-batch trigger interval of the long-running job."
+    )
+    spark_master: str = Field(default="local[2]", description="Spark master URL.")
+    max_files_per_trigger: int | None = Field(
+        default=None, gt=0, description="Cap on spool files per micro-batch (none by default)."
+    )
+
+    @property
+    def lateness_ms(self) -> int:
+        return round(self.lateness_bound_s * 1000)
+
+    @property
+    def dedupe_horizon_ms(self) -> int:
+        return round(self.dedupe_horizon_s * 1000)

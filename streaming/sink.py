@@ -1,0 +1,51 @@
+"""The job's sink: each micro-batch's change rows into the store, once, with retries."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame
+
+from routewatch.store import ChangeRow, Store, StoreUnavailableError, open_store
+
+__all__ = ["job_name", "store_writer"]
+
+log = logging.getLogger("routewatch.stream")
+
+
+def job_name(checkpoint: str) -> str:
+    """The store's name for one query: one per checkpoint location."""
+    return hashlib.sha1(checkpoint.encode()).hexdigest()[:12]
+
+
+def store_writer(
+    store_url: str, job: str, retry_for_s: float = 600.0
+) -> Callable[[DataFrame, int], None]:
+    """A ``foreachBatch`` function writing change rows in one transaction per batch.
+
+    A batch the store already has (replayed after a restart) is skipped. While the store is
+    unavailable, the write is retried for up to ``retry_for_s`` seconds before the job fails.
+    """
+    store: list[Store] = []
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        rows = [ChangeRow(r.cluster, r.kind, r.key, r.at, r.payload) for r in batch.collect()]
+        deadline = time.monotonic() + retry_for_s
+        delay = 0.2
+        while True:
+            try:
+                if not store:
+                    store.append(open_store(store_url))
+                store[0].write_batch(job, batch_id, rows)
+                return
+            except StoreUnavailableError as exc:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("%s Retrying in %.1f s.", exc, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    return write
