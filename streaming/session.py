@@ -18,6 +18,8 @@ BASE_CONF: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    # Commit a small changelog per batch instead of uploading a state snapshot every time.
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",

@@ -4,11 +4,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
-from routewatch.cli import COMMAND_GROUP, build_parser
-
-
-def _required_args(name: str) -> list[str]:
-    return {"simulate": ["--list"]}.get(name, [])
+from routewatch.cli import COMMAND_GROUP
 
 
 def test_help_lists_exactly_the_installed_commands() -> None:
@@ -36,7 +32,7 @@ def test_help_lists_exactly_the_installed_commands() -> None:
             check=False,
         )
         assert sub.returncode == 0, sub.stderr
-        assert build_parser().parse_args([name, *_required_args(name)]).handler
+        assert f"usage: routewatch {name}" in sub.stdout
 
 
 def test_no_command_prints_usage_and_exits_2() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import orjson
@@ -11,8 +12,9 @@ from pyspark.sql import SparkSession
 from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.settings import load
-from streaming.jobs import evaluate_traces
-from streaming.pipeline import changes
+from streaming.jobs import evaluate_traces, final_alerts
+from streaming.pipeline import changes, file_lines, quarantined, track_clusters
+from streaming.read import read_events
 from streaming.settings import StreamingSettings
 from tests.support.traces import expected
 
@@ -83,13 +85,10 @@ def test_every_scenario_ends_with_exactly_its_alerts(
 def test_bad_input_is_quarantined_with_its_reason_and_changes_nothing(
     spark: SparkSession, traces: dict[str, Path], tmp_path: Path
 ) -> None:
-    import gzip
-
     lines = gzip.decompress(traces["broker-dies"].read_bytes()).decode().splitlines()
     noisy = tmp_path / "noisy.jsonl"
     noisy.write_text("\n".join([lines[0], "{oops", '{"v":2}', *lines[1:], "[]"]) + "\n")
     text = spark.read.format("text").load(str(noisy))
-    from streaming.pipeline import file_lines
 
     rows = changes(
         file_lines(text), lateness_ms=2000, dedupe_horizon_ms=300_000, final=True
@@ -100,3 +99,62 @@ def test_bad_input_is_quarantined_with_its_reason_and_changes_nothing(
     clean = evaluate_traces(spark, [traces["broker-dies"]], _settings(tmp_path))
     alerts = [orjson.loads(r.payload) for r in rows if r.kind == "alert"]
     assert {a["id"] for a in alerts} == {a["id"] for a in clean[str(traces["broker-dies"])]}
+
+
+def _heartbeat(ts: int, broker: str, topics: dict[str, int], version: str) -> str:
+    return orjson.dumps(
+        {
+            "v": 1,
+            "type": "heartbeat",
+            "ts": ts,
+            "cluster": "C",
+            "event_id": f"{broker}-{ts}",
+            "broker": broker,
+            "broker_addr": "10.0.0.1:10911",
+            "broker_id": 0,
+            "namesrv": "ns1",
+            "auto_create_topic_enable": False,
+            "default_topic_queue_nums": 8,
+            "full": True,
+            "topics": {
+                t: {"read_queue_nums": q, "write_queue_nums": q, "perm": 6}
+                for t, q in topics.items()
+            },
+            "data_version": version,
+        }
+    ).decode()
+
+
+def test_track_clusters_turns_registrations_into_route_changes_and_alerts(
+    spark: SparkSession,
+) -> None:
+    lines = [
+        _heartbeat(1_000, "a", {"T": 8}, "v1"),
+        _heartbeat(1_500, "b", {"T": 4}, "v1"),
+        _heartbeat(31_000, "a", {"T": 8}, "v1"),  # unchanged table: no route change
+        _heartbeat(31_500, "b", {"T": 8}, "v2"),  # now even: the skew resolves
+    ]
+    frame = spark.createDataFrame([(v, "f") for v in lines], "value string, origin string")
+    events = read_events(frame.coalesce(1))
+
+    rows = track_clusters(events, lateness_ms=0, dedupe_horizon_ms=60_000, final=True).collect()
+
+    routes = sorted(
+        (orjson.loads(r.key)[2], r.at, orjson.loads(r.payload)) for r in rows if r.kind == "route"
+    )
+    assert routes == [("a", 1_000, [8, 8, 6]), ("b", 1_500, [4, 4, 6]), ("b", 31_500, [8, 8, 6])]
+    (skew,) = final_alerts(rows)
+    assert (skew["kind"], skew["opened_at"], skew["resolved_at"]) == ("QUEUE_SKEW", 1_500, 31_500)
+    counts = {r.key: int(r.payload) for r in rows if r.kind == "count"}
+    assert counts == {"events|heartbeat": 4}
+
+
+def test_quarantined_keeps_raw_text_reason_and_detail(spark: SparkSession) -> None:
+    frame = spark.createDataFrame([("{nope", "f"), ("[1]", "f")], "value string, origin string")
+
+    rows = quarantined(read_events(frame.coalesce(1))).collect()
+
+    assert sorted((r.kind, r.key, orjson.loads(r.payload)["raw"]) for r in rows) == [
+        ("bad", "not_json", "{nope"),
+        ("bad", "not_object", "[1]"),
+    ]

@@ -70,11 +70,15 @@ def _run(spark: SparkSession, settings: StreamingSettings) -> None:
         query.stop()
 
 
-@pytest.mark.parametrize("size", [17, 60])
+@pytest.mark.parametrize(("size", "files_per_batch"), [(17, 1), (60, 1), (40, None)])
 def test_any_cut_of_the_trace_into_batches_gives_the_same_alerts(
-    spark: SparkSession, tmp_path: Path, reference: list[tuple[Any, ...]], size: int
+    spark: SparkSession,
+    tmp_path: Path,
+    reference: list[tuple[Any, ...]],
+    size: int,
+    files_per_batch: int | None,
 ) -> None:
-    settings = _settings(tmp_path)
+    settings = _settings(tmp_path).model_copy(update={"max_files_per_trigger": files_per_batch})
     _publish(settings.spool_dir, _cut(_lines(), size))
 
     _run(spark, settings)
@@ -85,7 +89,8 @@ def test_any_cut_of_the_trace_into_batches_gives_the_same_alerts(
     (clock,) = store.clusters()
     assert clock["stream_time"] > max(max(a[3], a[4] or 0) for a in reference)
     batches = store.batches(job_name(str(settings.checkpoint_dir / "spool")))
-    assert len(batches) == len(_cut(_lines(), size))  # one spool file per micro-batch
+    files = len(_cut(_lines(), size))
+    assert len(batches) == (files if files_per_batch == 1 else 1)
 
 
 def test_a_restart_from_the_checkpoint_in_the_middle_gives_the_same_alerts(

@@ -1,0 +1,116 @@
+"""``routewatch evaluate`` and ``routewatch stream`` as an operator runs them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from emitter.scenarios import SCENARIOS
+from emitter.trace import write_trace
+from routewatch.store import open_store
+from tests.support.kafka import wait_for
+from tests.support.traces import expected
+
+pytestmark = pytest.mark.spark
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path / "data")}
+
+
+def test_evaluate_prints_each_traces_alerts_as_json(tmp_path: Path) -> None:
+    traces = []
+    for name in ("broker-dies", "queue-skew"):
+        traces.append(tmp_path / f"{name}.jsonl.gz")
+        write_trace(SCENARIOS[name].run(seed=2), traces[-1])
+
+    result = subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", "evaluate", *map(str, traces), "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        check=False,
+        timeout=600,
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = orjson.loads(result.stdout)
+    assert list(out) == [str(t) for t in traces]
+    for name, trace in zip(("broker-dies", "queue-skew"), traces, strict=True):
+        got = sorted(
+            tuple(
+                a[f]
+                for f in (
+                    "kind",
+                    "state",
+                    "severity",
+                    "cluster",
+                    "topic",
+                    "broker",
+                    "broker_id",
+                    "cause",
+                )
+            )
+            for a in out[str(trace)]
+        )
+        assert got == expected(name)
+
+
+def test_evaluate_names_a_missing_trace_in_one_sentence(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+
+    result = subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", "evaluate", str(missing), "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        check=False,
+        timeout=120,
+    )
+
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"routewatch: cannot read the trace {missing}: No such file or directory.\n"
+    )
+    assert result.stdout == ""
+
+
+def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    spool = tmp_path / "data" / "spool"
+    write_trace(SCENARIOS["broker-dies"].run(seed=1), spool / "trace.jsonl")
+    log = (tmp_path / "stream.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "routewatch.cli", "stream", "--source", "spool"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        store_url = f"sqlite:///{tmp_path / 'data' / 'routewatch.db'}"
+
+        def alert_stored() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError((tmp_path / "stream.log").read_text()[-3000:])
+            if not (tmp_path / "data" / "routewatch.db").exists():
+                return False
+            return any(a["kind"] == "BROKER_EXPIRED" for a in open_store(store_url).alerts())
+
+        wait_for(alert_stored, 300, "the stream storing BROKER_EXPIRED", interval=0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    text = (tmp_path / "stream.log").read_text()
+    assert "routewatch.stream batch 0:" in text
+    assert "input rows in" in text and "event-time lag" in text
+    assert "stopping (signal 15)" in text
