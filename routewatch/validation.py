@@ -112,11 +112,73 @@ def _check_record(
     return None
 
 
+_PYTYPES: dict[str, type] = {"int": int, "str": str, "bool": bool, "map": dict, "array": list}
+_MISSING = object()
+
+
+def _fast_record(fields: tuple[WireField, ...], obj: Any, role: Any) -> bool:
+    """True when ``obj`` is a valid record: the common case, checked without building messages.
+
+    It accepts exactly what :func:`_check_record` accepts (a test holds the two together);
+    anything it rejects is re-checked by the precise path for its reason.
+    """
+    if type(obj) is not dict:
+        return False
+    get = obj.get
+    for f in fields:
+        value = get(f.name, _MISSING)
+        if value is _MISSING or (value is None and f.optional):
+            if not f.optional or (f.unless_role is not None and f.unless_role == role):
+                return False
+            continue
+        if value is None:
+            if not f.nullable:
+                return False
+            continue
+        kind = f.kind
+        if type(value) is not _PYTYPES[kind]:
+            return False
+        if kind == "int":
+            if not _INT64_MIN <= value <= _INT64_MAX:
+                return False
+        elif kind == "str":
+            if f.choices is not None and value not in f.choices:
+                return False
+        elif kind == "map":
+            nested = f.nested
+            for item in value.values():
+                if not _fast_record(nested, item, None):
+                    return False
+        elif kind == "array":
+            nested = f.nested
+            for item in value:
+                if not _fast_record(nested, item, None):
+                    return False
+    return True
+
+
 def validate(obj: Any) -> BadInput | None:
     """Return why ``obj`` (decoded JSON) is not a contract event, or None when it is one.
 
     Unknown extra fields are ignored. An explicit null in an optional field counts as absent.
     """
+    if (
+        type(obj) is dict
+        and obj.get("v") == CONTRACT_VERSION
+        and type(obj.get("v")) is int
+        and type(obj.get("type")) is str
+        and obj["type"] in _EVENT_TYPES
+        and _fast_record(wire_fields(obj["type"]), obj, obj.get("role"))
+    ):
+        return None
+    return _explain(obj)
+
+
+_EVENT_TYPES = frozenset(("heartbeat", "route_pull", "send"))
+
+
+def _explain(obj: Any) -> BadInput | None:
+    """The precise reason ``obj`` is bad input (the specification the fast path follows)."""
     if type(obj) is not dict:
         return BadInput("not_object", f"an event must be a JSON object, got {_type_name(obj)}")
     version = obj.get("v")

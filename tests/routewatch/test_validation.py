@@ -140,3 +140,26 @@ def test_a_nullable_field_accepts_null_but_not_another_type() -> None:
     assert validate(_with(CONSUMER_PULL, namesrv=9876)) == BadInput(
         "wrong_type", "route_pull.namesrv must be a string, got int"
     )
+
+
+def _mutations(base: dict[str, Any]) -> list[Any]:
+    """Every event with one field dropped, nulled, or given a value of each other type."""
+    out: list[Any] = [base]
+    for name in base:
+        for value in (_DROP, None, True, 1, 1.5, "x", [], {}, 2**64):
+            out.append(_with(base, **{name: value}))
+    return out
+
+
+def test_the_fast_path_accepts_exactly_what_the_precise_path_accepts() -> None:
+    from routewatch.validation import _explain
+
+    cases: list[Any] = [None, [], "x", 1]
+    for base in (HEARTBEAT, SHUTDOWN, PRODUCER_PULL, CONSUMER_PULL, SEND_OK, SEND_FAILED):
+        cases += _mutations(base)
+    cases += [_with(HEARTBEAT, topics={"T": v}) for v in _mutations(HEARTBEAT["topics"]["TopicA"])]
+    cases += [_with(PRODUCER_PULL, queues=[v]) for v in _mutations(PRODUCER_PULL["queues"][0])]
+
+    for case in cases:
+        assert (validate(case) is None) == (_explain(case) is None), case
+        assert validate(case) == _explain(case)
