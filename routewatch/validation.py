@@ -126,7 +126,7 @@ def _fast_record(fields: tuple[WireField, ...], obj: Any, role: Any) -> bool:
         return False
     get = obj.get
     for f in fields:
-        value = get(f.name, _MISSING)
+        value: Any = get(f.name, _MISSING)
         if value is _MISSING or (value is None and f.optional):
             if not f.optional or (f.unless_role is not None and f.unless_role == role):
                 return False
