@@ -112,8 +112,8 @@ def _check_record(
     return None
 
 
-_PYTYPES: dict[str, type] = {"int": int, "str": str, "bool": bool, "map": dict, "array": list}
-_MISSING = object()
+_PYTYPES: dict[str, Any] = {"int": int, "str": str, "bool": bool, "map": dict, "array": list}
+_MISSING: Any = object()
 
 
 def _fast_record(fields: tuple[WireField, ...], obj: Any, role: Any) -> bool:
