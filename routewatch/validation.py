@@ -6,6 +6,7 @@ Reasons are a small fixed set (:data:`BAD_INPUT_REASONS`), so they can label a m
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -144,17 +145,34 @@ def _fast_record(fields: tuple[WireField, ...], obj: Any, role: Any) -> bool:
         elif kind == "str":
             if f.choices is not None and value not in f.choices:
                 return False
-        elif kind == "map":
-            nested = f.nested
-            for item in value.values():
-                if not _fast_record(nested, item, None):
+        elif kind == "map" or kind == "array":
+            items = value.values() if kind == "map" else value
+            simple = _simple_fields(f.nested)
+            if simple is None:
+                if not all(_fast_record(f.nested, item, None) for item in items):
                     return False
-        elif kind == "array":
-            nested = f.nested
-            for item in value:
-                if not _fast_record(nested, item, None):
+                continue
+            for item in items:  # the hot loop: every topic of every registration
+                if type(item) is not dict:
                     return False
+                for name, expected in simple:
+                    v: Any = item.get(name)
+                    if type(v) is not expected or (
+                        expected is int and not _INT64_MIN <= v <= _INT64_MAX
+                    ):
+                        return False
     return True
+
+
+@functools.cache
+def _simple_fields(fields: tuple[WireField, ...]) -> tuple[tuple[str, Any], ...] | None:
+    """``(name, type)`` pairs when every field is a required, non-null, unconstrained scalar."""
+    if all(
+        f.kind in ("int", "str", "bool") and not (f.optional or f.nullable or f.choices)
+        for f in fields
+    ):
+        return tuple((f.name, _PYTYPES[f.kind]) for f in fields)
+    return None
 
 
 def validate(obj: Any) -> BadInput | None:

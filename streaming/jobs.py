@@ -120,7 +120,7 @@ def start_spool_stream(
     spark.streams.addListener(_ProgressLog(settings.store_url, job))
     return (
         output.writeStream.queryName("routewatch")
-        .foreachBatch(store_writer(settings.store_url, job))
+        .foreachBatch(store_writer(settings.store_url, job, settings.retention_ms))
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
         .start()

@@ -27,6 +27,12 @@ class StreamingSettings(Settings):
         default=1.0, gt=0, description="Micro-batch trigger interval of the long-running job."
     )
     spark_master: str = Field(default="local[2]", description="Spark master URL.")
+    retention_days: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long resolved alerts, the alert log, closed route intervals and "
+        "quarantined input are kept; counters are kept for ever.",
+    )
     max_files_per_trigger: int | None = Field(
         default=None, gt=0, description="Cap on spool files per micro-batch (none by default)."
     )
@@ -34,6 +40,10 @@ class StreamingSettings(Settings):
     @property
     def lateness_ms(self) -> int:
         return round(self.lateness_bound_s * 1000)
+
+    @property
+    def retention_ms(self) -> int:
+        return round(self.retention_days * 86_400_000)
 
     @property
     def dedupe_horizon_ms(self) -> int:

@@ -21,13 +21,17 @@ def job_name(checkpoint: str) -> str:
     return hashlib.sha1(checkpoint.encode()).hexdigest()[:12]
 
 
+PRUNE_EVERY_BATCHES = 500
+
+
 def store_writer(
-    store_url: str, job: str, retry_for_s: float = 600.0
+    store_url: str, job: str, retention_ms: int, retry_for_s: float = 600.0
 ) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function writing change rows in one transaction per batch.
 
     A batch the store already has (replayed after a restart) is skipped. While the store is
     unavailable, the write is retried for up to ``retry_for_s`` seconds before the job fails.
+    Every ``PRUNE_EVERY_BATCHES`` batches, rows older than ``retention_ms`` are pruned.
     """
     store: list[Store] = []
 
@@ -40,6 +44,8 @@ def store_writer(
                 if not store:
                     store.append(open_store(store_url))
                 store[0].write_batch(job, batch_id, rows)
+                if batch_id % PRUNE_EVERY_BATCHES == 0:
+                    store[0].prune(retention_ms)
                 return
             except StoreUnavailableError as exc:
                 if time.monotonic() > deadline:

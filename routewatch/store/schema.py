@@ -105,6 +105,7 @@ MIGRATIONS: list[tuple[int, str]] = [
             change_rows INTEGER NOT NULL,
             input_rows BIGINT,
             duration_ms BIGINT,
+            event_time_lag_ms BIGINT,
             PRIMARY KEY (job, batch_id)
         );
         """,

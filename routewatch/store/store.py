@@ -115,13 +115,42 @@ class Store:
             )
         return True
 
-    def record_progress(self, job: str, batch_id: int, input_rows: int, duration_ms: int) -> None:
-        """The query's own figures for a batch (from its progress report)."""
+    def record_progress(
+        self, job: str, batch_id: int, input_rows: int, duration_ms: int
+    ) -> int | None:
+        """The query's own figures for a batch (from its progress report), with the event-time
+        lag at that moment (wall clock minus the newest stream time); returns the lag."""
         with self.transaction() as db:
+            newest = db.execute("SELECT MAX(stream_time) FROM clusters").fetchone()[0]
+            lag = None if newest is None else _now_ms() - int(newest)
             db.execute(
-                "UPDATE batches SET input_rows = ?, duration_ms = ? WHERE job = ? AND batch_id = ?",
-                (input_rows, duration_ms, job, batch_id),
+                "UPDATE batches SET input_rows = ?, duration_ms = ?, event_time_lag_ms = ? "
+                "WHERE job = ? AND batch_id = ?",
+                (input_rows, duration_ms, lag, job, batch_id),
             )
+        return lag
+
+    def prune(self, keep_ms: int, now_ms: int | None = None) -> dict[str, int]:
+        """Retention: delete what is older than ``keep_ms`` — quarantine and alert-log rows by
+        the wall clock they were written at, resolved alerts and closed route intervals by
+        event time (against the newest stream time). Counters are never pruned."""
+        now_ms = _now_ms() if now_ms is None else now_ms
+        deleted: dict[str, int] = {}
+        with self.transaction() as db:
+            newest = db.execute("SELECT MAX(stream_time) FROM clusters").fetchone()[0]
+            event_cutoff = None if newest is None else int(newest) - keep_ms
+            statements = {
+                "quarantine": ("DELETE FROM quarantine WHERE arrived_at < ?", now_ms - keep_ms),
+                "alert_log": ("DELETE FROM alert_log WHERE written_at < ?", now_ms - keep_ms),
+                "alerts": (
+                    "DELETE FROM alerts WHERE state = 'resolved' AND resolved_at < ?",
+                    event_cutoff,
+                ),
+                "route_intervals": ("DELETE FROM route_intervals WHERE valid_to < ?", event_cutoff),
+            }
+            for table, (sql, cutoff) in statements.items():
+                deleted[table] = 0 if cutoff is None else db.execute(sql, (cutoff,)).rowcount
+        return deleted
 
     # -- reads ----------------------------------------------------------------------------------
 

@@ -118,3 +118,33 @@ def test_bad_and_late_input_is_kept_and_counted_by_reason(store: Store) -> None:
         ("not_json", "{x"),
     ]
     assert store.counters() == {("quarantined", "not_json", ""): 1, ("late", "", "C"): 1}
+
+
+def test_retention_prunes_old_rows_but_never_counters(store: Store) -> None:
+    clock = ChangeRow(
+        "C", "clock", "C", 1_000_000, orjson.dumps({"max_received": 1, "held": 0}).decode()
+    )
+    store.write_batch(
+        "job", 0, [_alert(), _route(100, [4, 4, 6]), ChangeRow("C", "count", "late|", 5, "3")]
+    )
+    store.write_batch("job", 1, [_alert("resolved", 500, 500), _route(200, None), clock])
+    written = store.db.execute("SELECT MAX(written_at) FROM alert_log").fetchone()[0]
+
+    deleted = store.prune(keep_ms=10_000, now_ms=written + 20_000)
+
+    assert deleted == {"quarantine": 0, "alert_log": 2, "alerts": 1, "route_intervals": 1}
+    assert store.alerts() == [] and store.route_intervals("C", "T") == []
+    assert store.counters() == {("late", "", "C"): 3}
+
+
+def test_retention_keeps_what_is_recent(store: Store) -> None:
+    clock = ChangeRow("C", "clock", "C", 600, orjson.dumps({"max_received": 1, "held": 0}).decode())
+    store.write_batch("job", 0, [_alert("resolved", 500, 500), _route(100, [4, 4, 6]), clock])
+
+    assert store.prune(keep_ms=10_000) == {
+        "quarantine": 0,
+        "alert_log": 0,
+        "alerts": 0,
+        "route_intervals": 0,
+    }
+    assert len(store.alerts()) == 1

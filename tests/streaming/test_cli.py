@@ -104,6 +104,19 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
             return any(a["kind"] == "BROKER_EXPIRED" for a in open_store(store_url).alerts())
 
         wait_for(alert_stored, 300, "the stream storing BROKER_EXPIRED", interval=0.5)
+
+        def progress_recorded() -> bool:
+            rows = (
+                open_store(store_url)
+                .db.execute(
+                    "SELECT input_rows, duration_ms, event_time_lag_ms FROM batches "
+                    "WHERE input_rows > 0"
+                )
+                .fetchall()
+            )
+            return bool(rows) and all(v is not None for v in rows[0])
+
+        wait_for(progress_recorded, 120, "the batch's progress in the store", interval=0.5)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(120) == 0
     finally:

@@ -1,0 +1,86 @@
+"""The replayer's max-speed rates into the local Kafka broker and into the spool
+(target: >= 30,000 events/s into Kafka on this 2-core machine).
+
+    .venv/bin/python -m benchmarks.replay_rates [--duration 20] [--runs 3]
+
+Generates that many seconds of the reference fleet's traffic to a file, then replays it at max
+speed with the same code as ``routewatch replay`` (acks=all), and prints the median of several
+runs: events/s and MB/s per target. Kafka is the test harness's real Apache Kafka broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+from emitter.fleet import FleetSpec, generate_fleet
+from emitter.replay import KafkaSink, Pacer, SpoolSink, replay
+from emitter.replay.reader import read_traces_aside
+from emitter.replay.sinks import Sink
+from emitter.settings import EmitterSettings
+from emitter.trace import TraceWriter
+from routewatch.settings import load
+from tests.support.kafka import API_VERSION, running_broker
+
+
+def measure(trace: Path, make_sink: object, runs: int) -> tuple[float, float, int]:
+    rates, mbs = [], []
+    written = 0
+    for run in range(runs):
+        sink: Sink = make_sink(run)  # type: ignore[operator]
+        result = replay(read_traces_aside([trace], False, []), sink, Pacer(None))
+        written = result.written
+        rates.append(result.written / result.elapsed_s)
+        mbs.append(result.bytes / result.elapsed_s / 1e6)
+    return statistics.median(rates), statistics.median(mbs), written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="routewatch-replay-") as tmp:
+        trace = Path(tmp) / "fleet.jsonl"
+        with TraceWriter(trace) as writer:
+            generate_fleet(FleetSpec(duration=args.duration), writer.write_line)
+        size = trace.stat().st_size
+        print(
+            f"trace: {writer.count:,} events, {size / 1e6:,.0f} MB "
+            f"({args.duration} s of the reference fleet)"
+        )
+        settings = load(EmitterSettings, data_dir=Path(tmp) / "data")
+        print(f"{'target':>8} {'events/s (median)':>18} {'MB/s (median)':>14} {'runs':>5}")
+        rate, mb, _ = measure(
+            trace,
+            lambda run: SpoolSink(
+                Path(tmp) / f"spool-{run}",
+                settings.spool_roll_events,
+                settings.spool_roll_interval_s,
+            ),
+            args.runs,
+        )
+        print(f"{'spool':>8} {rate:>18,.0f} {mb:>14,.1f} {args.runs:>5}")
+        with running_broker() as broker:
+            rate, mb, written = measure(
+                trace,
+                lambda run: KafkaSink(
+                    broker.bootstrap,
+                    f"bench-{run}",
+                    API_VERSION,
+                    acks=settings.kafka_acks,
+                    linger_ms=settings.kafka_linger_ms,
+                    batch_bytes=settings.kafka_batch_bytes,
+                    compression=settings.kafka_compression,
+                    retries=settings.kafka_retries,
+                ),
+                args.runs,
+            )
+            assert written == writer.count, "every event must be delivered"
+        print(f"{'kafka':>8} {rate:>18,.0f} {mb:>14,.1f} {args.runs:>5}")
+
+
+if __name__ == "__main__":
+    main()
