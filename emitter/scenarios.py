@@ -359,3 +359,31 @@ def no_live_broker(w: World) -> None:
     w.at(20, w.broker("broker-a").die)
     w.at(20, w.broker("broker-b").die)
     w.every(10, lambda: p.send(T), 200, 295)
+
+
+@_scenario(
+    "demo-mixed",
+    300,
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic="StuckTopic"),
+    ExpectedAlert("AT_RISK", "resolved", "warning", topic="StuckTopic"),
+    ExpectedAlert("NO_ROUTE_INFO", "open", "critical", topic="OrdersTopic", cause="NO_NAMESRV"),
+    ExpectedAlert("BROKER_EXPIRED", "open", "critical", broker="broker-c", broker_id=0),
+)
+def demo_mixed(w: World) -> None:
+    """The demo: healthy topics on three brokers, a topic stuck on one broker after a single
+    auto-creating send, a client with no NameServer address, and broker-c dying at 60 s."""
+    w.add_namesrv()
+    w.add_namesrv()
+    for name in ("broker-a", "broker-b", "broker-c"):
+        w.add_broker(name)
+    for topic in ("PaymentsTopic", "ShippingTopic"):
+        w.at(1, functools.partial(w.create_topic, topic, 8))
+    healthy = w.add_producer("payments-producer")
+    w.add_consumer("payments-consumer", ["PaymentsTopic", "ShippingTopic"])
+    w.every(1, lambda: healthy.send("PaymentsTopic"), 5, 295)
+    w.every(2, lambda: healthy.send("ShippingTopic"), 5, 295)
+    stuck = w.add_producer("stuck-producer")
+    w.at(5, lambda: stuck.send("StuckTopic"))
+    lost = w.add_producer("orders-producer", namesrvs=[])
+    w.every(10, lambda: lost.send("OrdersTopic"), 20, 295)
+    w.at(60, w.broker("broker-c").die)

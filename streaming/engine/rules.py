@@ -7,6 +7,7 @@ come or go. Time-driven transitions come from deadlines, stamped with their own 
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -26,6 +27,12 @@ FAILURE_QUIET_MS = 120_000
 DIVERGENCE_MS = 60_000
 REFRESH_MS = 30_000
 EVIDENCE_LIST_MAX = 50
+
+
+def _iso(ms: int) -> str:
+    """An event time for a sentence: ISO 8601, UTC, to the millisecond."""
+    stamp = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _capped(items: list[str]) -> dict[str, Any]:
@@ -146,7 +153,7 @@ class Rules:
         if latest.shutdown:
             return
         orphaned = sorted(
-            t for k in mine for t in (self.e.tables.get(k) or {}) if not self.e.live_holders(t)
+            {t for k in mine for t in (self.e.tables.get(k) or {}) if not self.e.live_holders(t)}
         )
         self.e.book.raise_or_update(
             self._broker_key("BROKER_EXPIRED", broker, broker_id),
@@ -318,7 +325,8 @@ class Rules:
             max(at, state.at_risk_since + AT_RISK_MS),
             severity="warning",
             summary=f"Topic {topic} is on {k} of the {m} brokers its producers' template route "
-            f"covers; at their next route refresh (by {refresh_by}) it collapses to those brokers.",
+            f"covers; at their next route refresh (by {_iso(refresh_by)}) it collapses to those "
+            "brokers.",
             evidence={
                 "producers": producers,
                 "brokers_with_topic": sorted(holding),

@@ -110,7 +110,7 @@ def _check_open(world: World, alert: ExpectedAlert) -> None:
         assert alert.topic is not None
         holding = set().union(*_route(world, alert.topic).values())
         expected = _live_masters(world)
-        assert 0 < len(holding) < len(expected)
+        assert len(holding) < len(expected)  # (k may have dropped to 0 since it opened)
         assert (alert.severity == "critical") == (len(holding) <= 1)
     elif alert.kind == "QUEUE_SKEW":
         assert alert.topic is not None

@@ -102,3 +102,13 @@ def test_events_beyond_the_bound_are_late_and_not_applied() -> None:
     assert run.late == 1
     (expired,) = [a for a in run.final_alerts() if a.kind == "BROKER_EXPIRED"]
     assert expired.opened_at == START + 130_000  # from the heartbeat at 10 s, not the late one
+
+
+def test_broker_expired_lists_each_topic_left_without_route_once() -> None:
+    run = run_cluster("DefaultCluster", arrivals("demo-mixed", seed=0), lateness_ms=2000)
+
+    (expired,) = [a for a in run.final_alerts() if a.kind == "BROKER_EXPIRED"]
+    orphaned = expired.evidence["topics_without_route"]
+    assert orphaned["count"] == len(set(orphaned["items"])) == len(orphaned["items"])
+    assert "PaymentsTopic" not in orphaned["items"]  # still on broker-a and broker-b
+    assert expired.evidence["namesrvs"] == ["10.0.0.100:9876", "10.0.0.101:9876"]
