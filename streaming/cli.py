@@ -44,9 +44,10 @@ def register_stream(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     parser.add_argument(
         "--source",
-        choices=["spool"],
+        choices=["spool", "kafka"],
         default="spool",
-        help="where events come from (default: the spool directory)",
+        help="where events come from: the spool directory (default) or the Kafka topic "
+        "(ROUTEWATCH_KAFKA_*)",
     )
     parser.set_defaults(handler=_stream)
 
@@ -82,4 +83,4 @@ def _stream(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     from streaming.jobs import run_stream
 
-    return run_stream(settings)
+    return run_stream(settings, args.source)

@@ -11,18 +11,28 @@ from types import FrameType
 from typing import Any
 
 import orjson
-from pyspark.sql import SparkSession
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from routewatch.errors import RoutewatchError
 from routewatch.store import open_store
-from streaming.pipeline import changes, file_lines
+from streaming.kafka_source import KafkaDataSource
+from streaming.pipeline import changes, file_lines, kafka_lines
 from streaming.session import spark_session
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name, store_writer
 
-__all__ = ["check_readable", "evaluate_traces", "final_alerts", "run_stream", "start_spool_stream"]
+__all__ = [
+    "check_readable",
+    "evaluate_traces",
+    "final_alerts",
+    "kafka_records",
+    "run_stream",
+    "start_spool_stream",
+    "start_stream",
+]
 
 log = logging.getLogger("routewatch.stream")
 
@@ -101,25 +111,57 @@ class _ProgressLog(StreamingQueryListener):
         log.info("stream stopped%s", f": {event.exception}" if event.exception else "")
 
 
-def start_spool_stream(
-    spark: SparkSession, settings: StreamingSettings, checkpoint: Path | None = None
+def kafka_records(spark: SparkSession, settings: StreamingSettings) -> DataFrame:
+    """The Kafka topic as a stream of records: Spark's own ``kafka`` source when its connector
+    is on the classpath (and ``kafka_source`` allows it), else routewatch's Python source."""
+    options = {
+        "kafka.bootstrap.servers": settings.kafka_bootstrap,
+        "subscribe": settings.kafka_topic,
+        "startingOffsets": settings.kafka_starting_offsets,
+    }
+    if settings.kafka_max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(settings.kafka_max_offsets_per_trigger)
+    if settings.kafka_source in ("auto", "native"):
+        try:
+            return spark.readStream.format("kafka").options(**options).load()
+        except AnalysisException:
+            if settings.kafka_source == "native":
+                raise RoutewatchError(
+                    "Spark's kafka source is not on the classpath: start the job with "
+                    "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, "
+                    "or set ROUTEWATCH_KAFKA_SOURCE=python."
+                ) from None
+    spark.dataSource.register(KafkaDataSource)
+    if settings.kafka_api_version is not None:
+        options["kafka.api.version"] = ".".join(map(str, settings.kafka_api_version))
+    return spark.readStream.format(KafkaDataSource.name()).options(**options).load()
+
+
+def start_stream(
+    spark: SparkSession, settings: StreamingSettings, source: str, checkpoint: Path | None = None
 ) -> StreamingQuery:
-    """Start the long-running job over the spool directory, writing to the store."""
-    spool = settings.spool_dir
-    spool.mkdir(parents=True, exist_ok=True)
-    checkpoint = checkpoint or settings.checkpoint_dir / "spool"
+    """Start the long-running job over ``source`` (``spool`` or ``kafka``), writing to the
+    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given."""
+    checkpoint = checkpoint or settings.checkpoint_dir / source
     job = job_name(str(checkpoint))
     open_store(settings.store_url).close()  # create and migrate before the first batch
-    reader = spark.readStream.format("text")
-    if settings.max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", settings.max_files_per_trigger)
-    lines = file_lines(reader.load(str(spool)))
+    if source == "spool":
+        settings.spool_dir.mkdir(parents=True, exist_ok=True)
+        reader = spark.readStream.format("text")
+        if settings.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", settings.max_files_per_trigger)
+        lines = file_lines(reader.load(str(settings.spool_dir)))
+    else:
+        lines = kafka_lines(kafka_records(spark, settings))
     output = changes(
-        lines, lateness_ms=settings.lateness_ms, dedupe_horizon_ms=settings.dedupe_horizon_ms
+        lines,
+        lateness_ms=settings.lateness_ms,
+        dedupe_horizon_ms=settings.dedupe_horizon_ms,
+        by_event_time=source == "kafka",
     )
     spark.streams.addListener(_ProgressLog(settings.store_url, job))
     return (
-        output.writeStream.queryName("routewatch")
+        output.writeStream.queryName(f"routewatch_{source}")
         .foreachBatch(store_writer(settings.store_url, job, settings.retention_ms))
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
@@ -127,11 +169,18 @@ def start_spool_stream(
     )
 
 
-def run_stream(settings: StreamingSettings) -> int:
+def start_spool_stream(
+    spark: SparkSession, settings: StreamingSettings, checkpoint: Path | None = None
+) -> StreamingQuery:
+    """The long-running job over the spool directory."""
+    return start_stream(spark, settings, "spool", checkpoint)
+
+
+def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
     spark = spark_session(settings.spark_master, "routewatch-stream")
     spark.sparkContext.setLogLevel("WARN")
-    query = start_spool_stream(spark, settings)
+    query = start_stream(spark, settings, source)
     stopping: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:

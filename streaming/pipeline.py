@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from streaming.processor import CHANGES_SCHEMA, ClusterProcessor
 from streaming.read import read_events
 
-__all__ = ["changes", "file_lines", "quarantined", "track_clusters"]
+__all__ = ["changes", "file_lines", "kafka_lines", "quarantined", "track_clusters"]
 
 
 def file_lines(text: DataFrame) -> DataFrame:
@@ -31,6 +31,17 @@ def file_lines(text: DataFrame) -> DataFrame:
         F.lpad(meta["file_block_start"].cast("string"), 15, "0"),
     )
     return text.select("value", origin.alias("origin"))
+
+
+def kafka_lines(records: DataFrame) -> DataFrame:
+    """Records of a Kafka source (native or ours) -> ``(value, origin)``; origin is the
+    partition and offset."""
+    origin = F.concat_ws(
+        "|",
+        F.lpad(F.col("partition").cast("string"), 6, "0"),
+        F.lpad(F.col("offset").cast("string"), 20, "0"),
+    )
+    return records.select(F.col("value").cast("string").alias("value"), origin.alias("origin"))
 
 
 def track_clusters(
@@ -62,10 +73,19 @@ def quarantined(events: DataFrame) -> DataFrame:
 
 
 def changes(
-    lines: DataFrame, *, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False
+    lines: DataFrame,
+    *,
+    lateness_ms: int,
+    dedupe_horizon_ms: int,
+    final: bool = False,
+    by_event_time: bool = False,
 ) -> DataFrame:
-    """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`."""
-    events = read_events(lines)
+    """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
+
+    ``by_event_time``: a batch's lines come from several independent sources (Kafka
+    partitions) and are interleaved by event time (see ``streaming.read``).
+    """
+    events = read_events(lines, by_event_time=by_event_time)
     tracked = track_clusters(
         events, lateness_ms=lateness_ms, dedupe_horizon_ms=dedupe_horizon_ms, final=final
     )

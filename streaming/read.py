@@ -11,6 +11,7 @@ so the Spark job and every other reader agree on what is bad input and why.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import orjson
@@ -41,8 +42,14 @@ _ARROW_SCHEMA = pa.schema(
 )
 
 
-def validate_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Validate ``(value, origin)`` batches of one partition; number lines in arrival order."""
+def validate_batches(
+    batches: Iterator[pa.RecordBatch], by_event_time: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """Validate ``(value, origin)`` batches of one partition; number lines in arrival order.
+
+    With ``by_event_time``, the arrival key starts with the event's ``ts``, so that a batch's
+    lines from several sources (Kafka partitions) interleave by event time.
+    """
     row = 0
     for batch in batches:
         values = batch.column("value").to_pylist()
@@ -50,17 +57,20 @@ def validate_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBat
         cols: dict[str, list[object]] = {name: [] for name in _ARROW_SCHEMA.names}
         for value, origin in zip(values, origins, strict=True):
             cols["value"].append(value)
-            cols["arrival"].append(f"{origin}|{row:012d}")
+            arrival = f"{origin}|{row:012d}"
             row += 1
             try:
                 obj = orjson.loads(value)
             except orjson.JSONDecodeError as exc:
+                cols["arrival"].append(f"{0:015d}|{arrival}" if by_event_time else arrival)
                 _bad(cols, "not_json", f"the input is not JSON: {exc}")
                 continue
             bad = validate(obj)
             if bad is not None:
+                cols["arrival"].append(f"{0:015d}|{arrival}" if by_event_time else arrival)
                 _bad(cols, bad.reason, bad.detail, obj if isinstance(obj, dict) else None)
                 continue
+            cols["arrival"].append(f"{obj['ts']:015d}|{arrival}" if by_event_time else arrival)
             cols["cluster"].append(obj["cluster"])
             cols["type"].append(obj["type"])
             cols["ts"].append(obj["ts"])
@@ -80,10 +90,12 @@ def _bad(cols: dict[str, list[object]], reason: str, detail: str, obj: dict | No
     cols["detail"].append(detail)
 
 
-def read_events(lines: DataFrame) -> DataFrame:
+def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
     """``(value, origin)`` lines -> validated events with their arrival order.
 
     Valid events have ``reason`` null and their envelope in columns; bad input has ``reason``
-    (one of ``routewatch.validation.BAD_INPUT_REASONS``) and ``detail`` set.
+    (one of ``routewatch.validation.BAD_INPUT_REASONS``) and ``detail`` set. ``by_event_time``:
+    see :func:`validate_batches`.
     """
-    return lines.select("value", "origin").mapInArrow(validate_batches, EVENTS_SCHEMA)
+    validate_fn = functools.partial(validate_batches, by_event_time=by_event_time)
+    return lines.select("value", "origin").mapInArrow(validate_fn, EVENTS_SCHEMA)

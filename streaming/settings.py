@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from routewatch.settings import Settings
@@ -35,6 +37,20 @@ class StreamingSettings(Settings):
     )
     max_files_per_trigger: int | None = Field(
         default=None, gt=0, description="Cap on spool files per micro-batch (none by default)."
+    )
+
+    kafka_source: Literal["auto", "native", "python"] = Field(
+        default="auto",
+        description="Which Kafka source: Spark's own (native; needs the spark-sql-kafka "
+        "connector on the classpath), routewatch's Python one, or native when present (auto).",
+    )
+    kafka_starting_offsets: str = Field(
+        default="earliest",
+        description="Where a new query starts reading Kafka: earliest, latest, or a JSON "
+        "offsets object as the native source takes it.",
+    )
+    kafka_max_offsets_per_trigger: int | None = Field(
+        default=None, gt=0, description="Cap on Kafka records per micro-batch (none by default)."
     )
 
     @property

@@ -1,0 +1,180 @@
+"""The Python Kafka source against the real broker, and the job end to end over Kafka."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaProducer
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from emitter.replay import KafkaSink, Pacer, replay
+from emitter.replay.reader import read_traces
+from emitter.scenarios import SCENARIOS
+from emitter.trace import write_trace
+from routewatch.settings import load
+from routewatch.store import open_store
+from streaming.jobs import start_stream
+from streaming.kafka_source import KafkaPartition, KafkaStreamReader, read_partition, share_cap
+from streaming.settings import StreamingSettings
+from streaming.sink import job_name
+from tests.support.kafka import API_VERSION, KafkaBroker
+from tests.support.traces import expected
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+def test_the_cap_is_shared_in_proportion_to_backlog() -> None:
+    assert share_cap({0: 0, 1: 0}, {0: 30, 1: 10}, 100) == {0: 30, 1: 10}
+    assert share_cap({0: 0, 1: 0}, {0: 30, 1: 10}, 8) == {0: 6, 1: 2}
+    # backlogs 1, 4, 4 share 3: floors 0, 1, 1; the one left goes to the largest remainder
+    assert share_cap({0: 5, 1: 0, 2: 0}, {0: 6, 1: 4, 2: 4}, 3) == {0: 5, 1: 2, 2: 1}
+
+
+def _options(broker: KafkaBroker, topic: str, **extra: str) -> dict[str, str]:
+    return {
+        "kafka.bootstrap.servers": broker.bootstrap,
+        "subscribe": topic,
+        "kafka.api.version": "0.9",
+        **extra,
+    }
+
+
+def test_the_reader_plans_and_reads_exact_offset_ranges(kafka_broker: KafkaBroker) -> None:
+    kafka_broker.create_topic("source.ranges", partitions=3)
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, api_version=API_VERSION)
+    for i in range(90):
+        producer.send("source.ranges", key=f"k{i % 7}".encode(), value=f"v{i}".encode())
+    producer.flush()
+    producer.close()
+    reader = KafkaStreamReader(_options(kafka_broker, "source.ranges", maxoffsetspertrigger="40"))
+
+    start = reader.initialOffset()
+    assert start == {"source.ranges": {"0": 0, "1": 0, "2": 0}}
+    assert reader.getDefaultReadLimit() == ReadMaxRows(40)
+    capped = reader.latestOffset(start, ReadMaxRows(40))
+    everything = reader.latestOffset(start, ReadAllAvailable())
+    assert sum(capped["source.ranges"].values()) == 40
+    assert sum(everything["source.ranges"].values()) == 90
+
+    values: list[bytes] = []
+    for end in (capped, everything):
+        for part in reader.partitions(start, end):
+            assert isinstance(part, KafkaPartition)
+            batches = list(read_partition(reader.options, part))
+            offsets = [o for b in batches for o in b.column("offset").to_pylist()]
+            assert offsets == list(range(part.start, part.end))
+            values += [v for b in batches for v in b.column("value").to_pylist()]
+        start = end
+    reader.stop()
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(90))
+
+
+def _produce(broker: KafkaBroker, topic: str, trace: Path) -> int:
+    sink = KafkaSink(
+        broker.bootstrap,
+        topic,
+        API_VERSION,
+        acks="all",
+        linger_ms=5,
+        batch_bytes=1 << 20,
+        compression="none",
+        retries=3,
+    )
+    return replay(read_traces([trace], False, []), sink, Pacer(None)).written
+
+
+def _settings(root: Path, broker: KafkaBroker, topic: str, **extra: Any) -> StreamingSettings:
+    return load(
+        StreamingSettings,
+        data_dir=root,
+        kafka_bootstrap=broker.bootstrap,
+        kafka_topic=topic,
+        kafka_api_version="0.9",
+        kafka_source="python",
+        trigger_interval_s=0.1,
+        **extra,
+    )
+
+
+def _run(spark: SparkSession, settings: StreamingSettings) -> None:
+    query = start_stream(spark, settings, "kafka")
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+
+def _identity(alerts: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (a["id"], a["kind"], a["state"], a["opened_at"], a["resolved_at"]) for a in alerts
+    )
+
+
+SCENARIO = "restarted-auto-create-off-stale-tbw102"
+
+
+def test_emitter_to_kafka_to_job_to_store_gives_the_scenarios_alerts_on_any_partitioning(
+    spark: SparkSession, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    write_trace(SCENARIOS[SCENARIO].run(seed=2), trace)
+    results = {}
+    for partitions in (1, 3):
+        topic = f"job.events.p{partitions}"
+        kafka_broker.create_topic(topic, partitions=partitions)
+        assert _produce(kafka_broker, topic, trace) == sum(1 for _ in trace.open())
+        settings = _settings(tmp_path / f"p{partitions}", kafka_broker, topic)
+        _run(spark, settings)
+        store = open_store(settings.store_url)
+        got = sorted(
+            (
+                a["kind"],
+                a["state"],
+                a["severity"],
+                a["cluster"],
+                a["topic"],
+                a["broker"],
+                a["broker_id"],
+                a["cause"],
+            )
+            for a in store.alerts()
+        )
+        assert got == expected(SCENARIO)
+        results[partitions] = _identity(store.alerts())
+    assert results[1] == results[3]
+
+
+def test_a_restart_from_the_checkpoint_reads_every_record_exactly_once(
+    spark: SparkSession, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    events = SCENARIOS[SCENARIO].run(seed=5)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    write_trace(events[: len(events) // 2], first)
+    write_trace(events[len(events) // 2 :], second)
+    whole = tmp_path / "whole.jsonl"
+    write_trace(events, whole)
+    kafka_broker.create_topic("job.restart", partitions=2)
+    kafka_broker.create_topic("job.straight", partitions=2)
+    capped = {"kafka_max_offsets_per_trigger": 25}
+    restarted = _settings(tmp_path / "restarted", kafka_broker, "job.restart", **capped)
+    straight = _settings(tmp_path / "straight", kafka_broker, "job.straight", **capped)
+
+    _produce(kafka_broker, "job.restart", first)
+    _run(spark, restarted)
+    _produce(kafka_broker, "job.restart", second)
+    _run(spark, restarted)
+    _produce(kafka_broker, "job.straight", whole)
+    _run(spark, straight)
+
+    one, two = open_store(straight.store_url), open_store(restarted.store_url)
+    applied = sum(v for (name, _, _), v in two.counters().items() if name == "events")
+    held = two.clusters()[0]["held"]
+    assert applied + held == len(events)  # no gap, no duplicate
+    assert sum(v for (n, _, _), v in two.counters().items() if n == "duplicates") == 0
+    assert _identity(two.alerts()) == _identity(one.alerts())
+    assert two.counters() == one.counters()
+    batches = two.batches(job_name(str(restarted.checkpoint_dir / "kafka")))
+    assert len(batches) >= len(events) // 25  # the cap held: at most 25 records a batch
