@@ -29,6 +29,11 @@ class StreamingSettings(Settings):
         default=1.0, gt=0, description="Micro-batch trigger interval of the long-running job."
     )
     spark_master: str = Field(default="local[2]", description="Spark master URL.")
+    spark_packages: str = Field(
+        default="",
+        description="Maven coordinates Spark fetches at start (spark.jars.packages), e.g. "
+        "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0 for Spark's own Kafka source.",
+    )
     retention_days: float = Field(
         default=30.0,
         gt=0,
@@ -52,6 +57,10 @@ class StreamingSettings(Settings):
     kafka_max_offsets_per_trigger: int | None = Field(
         default=None, gt=0, description="Cap on Kafka records per micro-batch (none by default)."
     )
+
+    def spark_conf(self) -> dict[str, str]:
+        """Spark settings that come from routewatch's."""
+        return {"spark.jars.packages": self.spark_packages} if self.spark_packages else {}
 
     @property
     def lateness_ms(self) -> int:
