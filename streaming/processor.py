@@ -33,7 +33,7 @@ __all__ = ["CHANGES_SCHEMA", "ClusterProcessor"]
 
 CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload string"
 BUCKETS = 256
-HELD_SCHEMA = "ts long, seq long, event_id string, value string"
+HELD_SCHEMA = "ts long, seq long, arrival long, event_id string, value string"
 Arrival = tuple[str, int, int | None, str]
 
 
@@ -149,6 +149,7 @@ class ClusterProcessor(StatefulProcessor):
         intake = Intake(self.lateness_ms, self.dedupe_horizon_ms)
         stored = _json_value(self.intake_state) or {}
         intake.max_received = stored.get("max_received")
+        intake.arrivals = stored.get("arrivals", 0)
         seen_keys = set(stored.get("seen_keys", []))
         intake.load_held(list(self.held_state.get()) if self.held_state.exists() else [])
         for bucket in sorted({ts // 1000 for _, ts, _, _ in arrivals} & seen_keys):

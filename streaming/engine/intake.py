@@ -20,11 +20,13 @@ _NO_SEQ = -1
 
 @dataclass(order=True, slots=True)
 class Held:
-    """One event waiting for release, ordered by ``(ts, seq, event_id)``."""
+    """One event waiting for release, ordered by ``(ts, seq, arrival)``: events with the same
+    ``ts`` and no ``seq`` keep the order they arrived in."""
 
     ts: int
     seq: int
-    event_id: str
+    arrival: int
+    event_id: str = field(compare=False)
     value: str = field(compare=False)
 
 
@@ -48,6 +50,7 @@ class Intake:
         self.lateness_ms = lateness_ms
         self.dedupe_horizon_ms = dedupe_horizon_ms
         self.max_received: int | None = None
+        self.arrivals = 0
         self.held: list[Held] = []
         self.seen: dict[int, set[str]] = {}
         self.touched_buckets: set[int] = set()
@@ -79,7 +82,9 @@ class Intake:
                 continue
             if newest is None or ts > newest:
                 self.max_received = ts
-            heapq.heappush(self.held, Held(ts, _NO_SEQ if seq is None else seq, event_id, raw))
+            self.arrivals += 1
+            held = Held(ts, _NO_SEQ if seq is None else seq, self.arrivals, event_id, raw)
+            heapq.heappush(self.held, held)
         self._release(out, final=False)
         self._prune()
         return out
@@ -108,9 +113,12 @@ class Intake:
 
     # -- persistence helpers -------------------------------------------------------------------
 
-    def held_rows(self) -> list[tuple[int, int, str, str]]:
-        return [(h.ts, h.seq, h.event_id, h.value) for h in self.held]
+    def held_rows(self) -> list[tuple[int, int, int, str, str]]:
+        return [(h.ts, h.seq, h.arrival, h.event_id, h.value) for h in self.held]
 
     def load_held(self, rows: list[Any]) -> None:
-        self.held = [Held(int(ts), int(seq), str(eid), str(value)) for ts, seq, eid, value in rows]
+        self.held = [
+            Held(int(ts), int(seq), int(arrival), str(eid), str(value))
+            for ts, seq, arrival, eid, value in rows
+        ]
         heapq.heapify(self.held)

@@ -112,3 +112,35 @@ def test_broker_expired_lists_each_topic_left_without_route_once() -> None:
     assert orphaned["count"] == len(set(orphaned["items"])) == len(orphaned["items"])
     assert "PaymentsTopic" not in orphaned["items"]  # still on broker-a and broker-b
     assert expired.evidence["namesrvs"] == ["10.0.0.100:9876", "10.0.0.101:9876"]
+
+
+def test_events_with_the_same_ts_and_no_seq_apply_in_arrival_order() -> None:
+    import orjson
+
+    def hb(event_id: str, topics: dict[str, int], full: bool) -> tuple[str, int, None, str]:
+        body = {
+            "v": 1,
+            "type": "heartbeat",
+            "ts": 1_000,
+            "cluster": "C",
+            "event_id": event_id,
+            "broker": "a",
+            "broker_addr": "x:1",
+            "broker_id": 0,
+            "namesrv": "n",
+            "auto_create_topic_enable": False,
+            "default_topic_queue_nums": 8,
+            "full": full,
+            "topics": {
+                t: {"read_queue_nums": q, "write_queue_nums": q, "perm": 6}
+                for t, q in topics.items()
+            },
+        }
+        return (event_id, 1_000, None, orjson.dumps(body).decode())
+
+    # "z" sorts after "a" by id, but arrives first: the full table, then the immediate update.
+    arrivals = [hb("z-full", {"T": 8}, True), hb("a-immediate", {"T": 4}, False)]
+
+    run = run_cluster("C", arrivals, lateness_ms=2000)
+
+    assert [c.config for c in run.route_changes] == [(8, 8, 6), (4, 4, 6)]
