@@ -109,9 +109,7 @@ class ClusterProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta_state = handle.getValueState("meta", "json string")
         self.intake_state = handle.getValueState("intake", "json string")
-        self.held_state = handle.getListState(
-            "held", "ts long, seq long, event_id string, value string"
-        )
+        self.held_state = handle.getListState("held", HELD_SCHEMA)
         self.seen_state = handle.getMapState("seen", "bucket long", "ids string")
         self.tables_state = handle.getMapState("tables", "reg string", "json string")
         self.routes_state = handle.getMapState("routes", "bucket int", "json string")
