@@ -1,3 +1,6 @@
 """The alert API and Prometheus metrics over the store (FastAPI)."""
 
-__all__: list[str] = []
+from api.main import create_app
+from api.settings import ApiSettings
+
+__all__ = ["ApiSettings", "create_app"]

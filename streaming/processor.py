@@ -255,6 +255,8 @@ def _outputs(
                 orjson.dumps(None if change.config is None else list(change.config)).decode(),
             )
         )
+    for topic, at in sorted(engine.out.auto_created.items()):
+        rows.append((cluster, "topic", topic, at, orjson.dumps({"auto_created_at": at}).decode()))
     for key in sorted(engine.out.touched_regs):
         reg = engine.meta.regs[key]
         state = {

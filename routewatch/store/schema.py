@@ -110,4 +110,23 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        2,
+        """
+        CREATE TABLE topics (
+            cluster TEXT NOT NULL,
+            topic TEXT NOT NULL,
+            auto_created_at BIGINT,
+            PRIMARY KEY (cluster, topic)
+        );
+
+        CREATE TABLE alert_acks (
+            alert_id TEXT PRIMARY KEY,
+            acked_at BIGINT,
+            acked_by TEXT,
+            silenced_until BIGINT,
+            updated_at BIGINT NOT NULL
+        );
+        """,
+    ),
 ]

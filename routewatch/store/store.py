@@ -239,6 +239,8 @@ def _write_alert(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
         values,
     )
     change = "opened" if not found else ("resolved" if alert["state"] == "resolved" else "updated")
+    if not found:
+        _add_counter(db, "alerts_opened", alert["kind"], alert["cluster"], 1)
     db.execute(
         "INSERT INTO alert_log (alert_id, change, at, written_at, alert) VALUES (?, ?, ?, ?, ?)",
         (alert["id"], change, alert["updated_at"], now, orjson.dumps(alert).decode()),
@@ -322,7 +324,16 @@ def _write_clock(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
     )
 
 
+def _write_topic(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+    db.execute(
+        "INSERT INTO topics (cluster, topic, auto_created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (cluster, topic) DO UPDATE SET auto_created_at = excluded.auto_created_at",
+        (row.cluster, row.key, orjson.loads(row.payload)["auto_created_at"]),
+    )
+
+
 _WRITERS = {
+    "topic": _write_topic,
     "alert": _write_alert,
     "route": _write_route,
     "broker": _write_broker,

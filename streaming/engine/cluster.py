@@ -51,6 +51,7 @@ class Outputs:
     touched_regs: set[RegKey] = field(default_factory=set)
     events: dict[str, int] = field(default_factory=dict)
     sends: dict[str, int] = field(default_factory=dict)
+    auto_created: dict[str, int] = field(default_factory=dict)
 
 
 def _template_state(topics: dict[str, Config]) -> str:

@@ -222,6 +222,7 @@ class Rules:
     def auto_created(self, topic: str, state: TopicState, ts: int) -> None:
         if state.auto_created_at is None:
             state.auto_created_at = ts
+            self.e.out.auto_created[topic] = ts
             self.e.meta.auto_topics.add(topic)
             self.e.topics.mark(topic)
             self.e.schedule(ts + SETTLE_MS, "settle", topic)

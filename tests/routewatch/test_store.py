@@ -49,8 +49,8 @@ def test_migrations_are_applied_once(tmp_path: Path) -> None:
     first = open_store(url)
     again = open_store(url)
 
-    assert first.migrate() == again.migrate() == 1
-    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1]
+    assert first.migrate() == again.migrate() == 2
+    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2]
 
 
 def test_a_batch_is_written_once_even_when_replayed(store: Store) -> None:

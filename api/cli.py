@@ -1,0 +1,34 @@
+"""``routewatch api``: serve the API with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+
+from api.settings import ApiSettings
+from routewatch.settings import load
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "api",
+        help="serve the alert API and Prometheus metrics over the store",
+        description="Serve the REST API, and /metrics, over ROUTEWATCH_STORE_URL.",
+    )
+    parser.add_argument("--host", help="address to listen on (default ROUTEWATCH_API_HOST)")
+    parser.add_argument("--port", type=int, help="port (default ROUTEWATCH_API_PORT, 8000)")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    overrides = {k: v for k, v in (("api_host", args.host), ("api_port", args.port)) if v}
+    settings = load(ApiSettings, **overrides)
+    import uvicorn
+
+    from api.main import create_app
+
+    uvicorn.run(
+        create_app(settings), host=settings.api_host, port=settings.api_port, log_level="info"
+    )
+    return 0

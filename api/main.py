@@ -1,0 +1,30 @@
+"""``create_app(settings)``: the routewatch API."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
+
+from api.metrics import StoreCollector
+from api.problems import install_problem_handlers
+from api.routes import alerts, health, inventory, metrics
+from api.settings import ApiSettings
+
+__all__ = ["create_app"]
+
+
+def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None) -> FastAPI:
+    """The API over the store named by ``settings``; metrics in ``registry`` (a fresh one by
+    default)."""
+    app = FastAPI(
+        title="routewatch",
+        summary="Route-convergence alerts for Apache RocketMQ clusters.",
+        version="0.1.0",
+    )
+    app.state.settings = settings
+    app.state.registry = registry or CollectorRegistry()
+    app.state.registry.register(StoreCollector(settings))
+    install_problem_handlers(app)
+    for router in (alerts.router, inventory.router, health.router, metrics.router):
+        app.include_router(router)
+    return app

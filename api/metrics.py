@@ -1,0 +1,148 @@
+"""Prometheus metrics, read from the store at scrape time by a custom collector.
+
+Every metric is listed, with its labels and meaning, in docs/metrics.md; the dashboard is built
+from that list. Per-topic metrics are bounded by ``ROUTEWATCH_METRICS_MAX_TOPICS``: the
+worst-covered topics first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from api.settings import ApiSettings
+from routewatch.store import Store, StoreUnavailableError
+from routewatch.store.views import broker_views, topic_views
+
+__all__ = ["StoreCollector"]
+
+
+class StoreCollector(Collector):
+    def __init__(self, settings: ApiSettings) -> None:
+        self.settings = settings
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            "routewatch_exporter_up", "1 when the store could be read for this scrape, else 0."
+        )
+        path = Path(self.settings.store_url.removeprefix("sqlite:///"))
+        try:
+            if not path.exists():
+                raise StoreUnavailableError(f"the store {path} does not exist yet")
+            store = Store(self.settings.store_url, readonly=True, timeout_s=2.0)
+            try:
+                families = list(self._families(store))
+            finally:
+                store.close()
+        except StoreUnavailableError:
+            up.add_metric([], 0)
+            yield up
+            return
+        yield from families
+        up.add_metric([], 1)
+        yield up
+
+    def _families(self, store: Store) -> Iterator[Metric]:
+        topics = sorted(
+            (t for t in topic_views(store) if t["coverage"] is not None),
+            key=lambda t: (t["coverage"], t["cluster"], t["topic"]),
+        )[: self.settings.metrics_max_topics]
+        coverage = GaugeMetricFamily(
+            "routewatch_topic_coverage_ratio",
+            "Share of the cluster's expected brokers (live masters) that hold the topic.",
+            labels=["cluster", "topic"],
+        )
+        brokers = GaugeMetricFamily(
+            "routewatch_topic_brokers",
+            "Brokers in the topic's route on one NameServer.",
+            labels=["cluster", "topic", "namesrv"],
+        )
+        for t in topics:
+            coverage.add_metric([t["cluster"], t["topic"]], t["coverage"])
+            for ns, queues in t["namesrvs"].items():
+                brokers.add_metric(
+                    [t["cluster"], t["topic"], ns], len({q["broker"] for q in queues})
+                )
+        yield coverage
+        yield brokers
+
+        up = GaugeMetricFamily(
+            "routewatch_broker_up",
+            "1 while the broker is live on the NameServer (registered within 120 s), else 0.",
+            labels=["cluster", "broker", "namesrv"],
+        )
+        for b in broker_views(store):
+            for ns in b["namesrvs"]:
+                up.add_metric([b["cluster"], b["broker"], ns["namesrv"]], 1 if ns["live"] else 0)
+        yield up
+
+        open_alerts = GaugeMetricFamily(
+            "routewatch_alerts_open", "Alerts open now.", labels=["kind", "severity"]
+        )
+        for kind, severity, n in store.db.execute(
+            "SELECT kind, severity, COUNT(*) FROM alerts WHERE state = 'open' "
+            "GROUP BY kind, severity ORDER BY kind, severity"
+        ):
+            open_alerts.add_metric([kind, severity], n)
+        yield open_alerts
+
+        counters = store.counters()
+
+        def counter(name: str, doc: str, source: str, label: str | None) -> CounterMetricFamily:
+            family = CounterMetricFamily(name, doc, labels=[label] if label else [])
+            sums: dict[str, int] = {}
+            for (n, lab, _), value in counters.items():
+                if n == source:
+                    sums[lab] = sums.get(lab, 0) + value
+            for lab, value in sorted(sums.items()):
+                family.add_metric([lab] if label else [], value)
+            if not label and not sums:
+                family.add_metric([], 0)
+            return family
+
+        yield counter(
+            "routewatch_alerts_opened", "Alerts opened, by kind.", "alerts_opened", "kind"
+        )
+        yield counter("routewatch_events", "Events applied, by type.", "events", "type")
+        yield counter(
+            "routewatch_events_quarantined", "Bad input, by reason.", "quarantined", "reason"
+        )
+        yield counter("routewatch_events_late", "Events beyond the lateness bound.", "late", None)
+        yield counter("routewatch_events_duplicate", "Repeated event ids.", "duplicates", None)
+        sends = CounterMetricFamily(
+            "routewatch_sends", "Sends, by cluster and status.", labels=["cluster", "status"]
+        )
+        for (n, status, cluster), value in sorted(counters.items()):
+            if n == "sends":
+                sends.add_metric([cluster, status], value)
+        yield sends
+
+        last = store.db.execute(
+            "SELECT input_rows, duration_ms, event_time_lag_ms FROM batches "
+            "WHERE duration_ms IS NOT NULL ORDER BY written_at DESC LIMIT 1"
+        ).fetchone()
+        duration = GaugeMetricFamily(
+            "routewatch_stream_batch_duration_seconds",
+            "Duration of the stream job's last micro-batch.",
+        )
+        rate = GaugeMetricFamily(
+            "routewatch_stream_input_rows_per_second",
+            "Input rows per second of the last micro-batch's duration.",
+        )
+        lag = GaugeMetricFamily(
+            "routewatch_stream_event_time_lag_seconds",
+            "Wall clock minus the newest stream time, now.",
+        )
+        if last is not None:
+            duration.add_metric([], last["duration_ms"] / 1000)
+            rate.add_metric([], last["input_rows"] / max(last["duration_ms"] / 1000, 1e-3))
+        newest = store.db.execute("SELECT MAX(stream_time) FROM clusters").fetchone()[0]
+        if newest is not None:
+            lag.add_metric([], max(time.time() - newest / 1000, 0.0))
+        yield duration
+        yield rate
+        yield lag

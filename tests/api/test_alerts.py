@@ -1,0 +1,112 @@
+"""``/alerts`` over a store the streaming job wrote."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.support.traces import expected
+
+pytestmark = pytest.mark.spark
+
+PROBLEM = "application/problem+json"
+
+
+def test_alerts_are_the_scenarios_newest_first(client: TestClient) -> None:
+    body = client.get("/alerts").json()
+
+    got = sorted(
+        tuple(
+            a[f]
+            for f in (
+                "kind",
+                "state",
+                "severity",
+                "cluster",
+                "topic",
+                "broker",
+                "broker_id",
+                "cause",
+            )
+        )
+        for a in body["data"]
+    )
+    assert got == expected("demo-mixed")
+    assert body["count"] == 4 and body["next"] is None
+    opened = [(a["opened_at"], a["id"]) for a in body["data"]]
+    assert opened == sorted(opened, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("query", "kinds"),
+    [
+        ("state=open", {"PARTIAL_COVERAGE", "NO_ROUTE_INFO", "BROKER_EXPIRED"}),
+        ("state=resolved", {"AT_RISK"}),
+        ("kind=BROKER_EXPIRED", {"BROKER_EXPIRED"}),
+        ("severity=warning", {"AT_RISK"}),
+        ("topic=StuckTopic", {"PARTIAL_COVERAGE", "AT_RISK"}),
+        ("broker=broker-c", {"BROKER_EXPIRED"}),
+        ("cluster=OtherCluster", set()),
+        ("topic=x%27%20OR%201%3D1%20--", set()),  # looks like SQL: harmless
+    ],
+)
+def test_filters(client: TestClient, query: str, kinds: set[str]) -> None:
+    body = client.get(f"/alerts?{query}").json()
+
+    assert {a["kind"] for a in body["data"]} == kinds
+    assert body["count"] == len(body["data"])
+
+
+def test_since_and_until_select_alerts_active_in_the_window(client: TestClient) -> None:
+    alerts = client.get("/alerts").json()["data"]
+    at_risk = next(a for a in alerts if a["kind"] == "AT_RISK")
+
+    after = client.get(f"/alerts?since={at_risk['resolved_at'] + 1}").json()["data"]
+    before = client.get(f"/alerts?until={at_risk['opened_at'] + 1}").json()["data"]
+
+    assert "AT_RISK" not in {a["kind"] for a in after}
+    assert [a["kind"] for a in before] == ["AT_RISK"]
+
+
+def test_cursor_pagination_walks_every_alert_once(client: TestClient) -> None:
+    seen: list[str] = []
+    url = "/alerts?limit=1"
+    while url:
+        body = client.get(url).json()
+        assert body["count"] == 4
+        seen += [a["id"] for a in body["data"]]
+        url = f"/alerts?limit=1&cursor={body['next']}" if body["next"] else ""
+
+    assert seen == [a["id"] for a in client.get("/alerts").json()["data"]]
+
+
+def test_one_alert_has_its_evidence_and_remedy(client: TestClient) -> None:
+    first = client.get("/alerts?kind=PARTIAL_COVERAGE").json()["data"][0]
+
+    alert = client.get(f"/alerts/{first['id']}").json()
+
+    assert alert["evidence"]["coverage"] in {"1/3", "1/2", "0/2"}
+    assert alert["remedy"].startswith("mqadmin updateTopic")
+    assert alert["acked_at"] is None and alert["silenced_until"] is None
+
+
+@pytest.mark.parametrize(
+    ("url", "status", "sentence"),
+    [
+        ("/alerts/nope", 404, "There is no alert with id nope."),
+        ("/alerts?limit=1001", 422, "The parameter limit is invalid"),
+        ("/alerts?stat=open", 400, "The query parameter stat is not known here"),
+        ("/alerts?cursor=zzz", 400, "The cursor is invalid"),
+        ("/nowhere", 404, "There is no resource at /nowhere."),
+    ],
+)
+def test_errors_are_problem_json_with_one_sentence(
+    client: TestClient, url: str, status: int, sentence: str
+) -> None:
+    response = client.get(url)
+
+    assert response.status_code == status
+    assert response.headers["content-type"] == PROBLEM
+    assert response.json()["status"] == status
+    assert response.json()["detail"].startswith(sentence)
+    assert "Traceback" not in response.text

@@ -1,0 +1,84 @@
+"""``/topics``, ``/brokers``, ``/quarantine``, health and ``/metrics``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
+
+from api import ApiSettings, create_app
+from routewatch.settings import load
+
+pytestmark = pytest.mark.spark
+
+
+def test_topics_show_coverage_and_auto_creation(client: TestClient) -> None:
+    topics = {t["topic"]: t for t in client.get("/topics").json()["data"]}
+
+    stuck, healthy = topics["StuckTopic"], topics["PaymentsTopic"]
+    assert stuck["auto_created"] and stuck["coverage"] < 1
+    assert (healthy["auto_created"], healthy["coverage"]) == (False, 1.0)
+    assert healthy["expected_brokers"] == ["broker-a", "broker-b"]
+    assert set(healthy["namesrvs"]) == {"10.0.0.100:9876", "10.0.0.101:9876"}
+    below = [t["topic"] for t in client.get("/topics?coverage_below=0.99").json()["data"]]
+    assert below == ["StuckTopic"] or ("StuckTopic" in below and "PaymentsTopic" not in below)
+
+
+def test_brokers_show_liveness_per_namesrv(client: TestClient) -> None:
+    brokers = {b["broker"]: b for b in client.get("/brokers").json()["data"]}
+
+    assert brokers["broker-a"]["live"] and not brokers["broker-c"]["live"]
+    assert [n["live"] for n in brokers["broker-c"]["namesrvs"]] == [False, False]
+    assert brokers["broker-a"]["auto_create_topic_enable"] is True
+    assert brokers["broker-a"]["tbw102"] == "usable"
+
+
+def test_quarantine_lists_bad_input_with_reasons_and_counts(client: TestClient) -> None:
+    body = client.get("/quarantine").json()
+
+    assert sorted(q["reason"] for q in body["data"]) == ["missing_field", "not_json", "not_object"]
+    assert body["counts"] == {"missing_field": 1, "not_json": 1, "not_object": 1}
+
+
+def test_health_and_readiness(client: TestClient, tmp_path: Path) -> None:
+    assert client.get("/healthz").json() == {"status": "ok", "checks": {}}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200, ready.json()
+    missing = TestClient(create_app(load(ApiSettings, data_dir=tmp_path)))
+    response = missing.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["store"].startswith("the store ")
+
+
+def test_metrics_are_read_from_the_store(client: TestClient, registry: CollectorRegistry) -> None:
+    text = client.get("/metrics").text
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("routewatch_exporter_up") == 1
+    assert (
+        value("routewatch_topic_coverage_ratio", cluster="DefaultCluster", topic="PaymentsTopic")
+        == 1.0
+    )
+    assert (
+        value("routewatch_topic_coverage_ratio", cluster="DefaultCluster", topic="StuckTopic") or 0
+    ) < 1
+    assert (
+        value(
+            "routewatch_broker_up",
+            cluster="DefaultCluster",
+            broker="broker-c",
+            namesrv="10.0.0.100:9876",
+        )
+        == 0
+    )
+    assert value("routewatch_alerts_open", kind="BROKER_EXPIRED", severity="critical") == 1
+    assert value("routewatch_alerts_opened_total", kind="AT_RISK") == 1
+    assert value("routewatch_events_quarantined_total", reason="not_json") == 1
+    assert (value("routewatch_events_total", type="heartbeat") or 0) > 0
+    assert (value("routewatch_sends_total", cluster="DefaultCluster", status="SEND_OK") or 0) > 0
+    assert value("routewatch_events_late_total") == 0
+    assert "routewatch_stream_batch_duration_seconds" in text
