@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry
 
 from api.metrics import StoreCollector
 from api.problems import install_problem_handlers
-from api.routes import alerts, health, inventory, metrics
+from api.routes import alerts, health, inventory, metrics, stream
 from api.settings import ApiSettings
 
 __all__ = ["create_app"]
@@ -25,6 +25,7 @@ def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None)
     app.state.registry = registry or CollectorRegistry()
     app.state.registry.register(StoreCollector(settings))
     install_problem_handlers(app)
-    for router in (alerts.router, inventory.router, health.router, metrics.router):
+    # /alerts/stream before /alerts/{alert_id}
+    for router in (stream.router, alerts.router, inventory.router, health.router, metrics.router):
         app.include_router(router)
     return app

@@ -96,6 +96,20 @@ class TopicsPublic(BaseModel):
     count: int
 
 
+class RouteWindow(BaseModel):
+    start: int
+    end: int
+    namesrvs: dict[str, list[str]]
+    brokers: list[str]
+
+
+class TopicDetail(BaseModel):
+    cluster: str
+    topic: str
+    current: TopicPublic | None
+    windows: list[RouteWindow]
+
+
 class QuarantinedInput(BaseModel):
     seq: int
     arrived_at: int

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import hmac
+import time
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Header, Query
 
-from api.deps import StoreDep, reject_unknown_params
+from api.deps import SettingsDep, StoreDep, reject_unknown_params
 from api.models import AlertPublic, AlertsPublic
 from api.problems import ProblemError
-from routewatch.store.views import AlertFilter, alert, alerts
+from api.settings import ApiSettings
+from routewatch.store import Store
+from routewatch.store.views import AlertFilter, alert, alerts, set_ack
 
 router = APIRouter(prefix="/alerts", tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
 
@@ -34,6 +38,60 @@ def list_alerts(
     except ValueError as exc:
         raise ProblemError(400, "Invalid cursor", f"The cursor is invalid: {exc}.") from None
     return AlertsPublic(data=[AlertPublic(**a) for a in page], count=total, next=following)
+
+
+def _authorize(settings: ApiSettings, authorization: str | None) -> str:
+    """The caller's token check: constant-time, and a sentence saying what to do on refusal."""
+    if settings.api_token is None:
+        raise ProblemError(
+            403,
+            "Disabled",
+            "Acknowledging and silencing are disabled: set ROUTEWATCH_API_TOKEN to enable them.",
+        )
+    scheme, _, token = (authorization or "").partition(" ")
+    expected = settings.api_token.get_secret_value()
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):
+        raise ProblemError(
+            401,
+            "Unauthorized",
+            "This needs the header 'Authorization: Bearer <ROUTEWATCH_API_TOKEN>'; the token "
+            "given is missing or wrong.",
+        )
+    return "token"
+
+
+def _changed(settings: ApiSettings, alert_id: str, **change: Any) -> AlertPublic:
+    store = Store(settings.store_url, timeout_s=5.0)
+    try:
+        if alert(store, alert_id) is None:
+            raise ProblemError(404, "No such alert", f"There is no alert with id {alert_id}.")
+        set_ack(store, alert_id, now_ms=int(time.time() * 1000), **change)
+        found = alert(store, alert_id)
+    finally:
+        store.close()
+    assert found is not None
+    return AlertPublic(**found)
+
+
+@router.post("/{alert_id}/ack", response_model=AlertPublic, summary="Acknowledge an alert")
+def ack_alert(
+    alert_id: str,
+    settings: SettingsDep,
+    authorization: Annotated[str | None, Header()] = None,
+) -> AlertPublic:
+    who = _authorize(settings, authorization)
+    return _changed(settings, alert_id, acked_by=who)
+
+
+@router.post("/{alert_id}/silence", response_model=AlertPublic, summary="Silence an alert")
+def silence_alert(
+    alert_id: str,
+    settings: SettingsDep,
+    until: Annotated[int, Query(description="epoch ms until which the alert is silenced")],
+    authorization: Annotated[str | None, Header()] = None,
+) -> AlertPublic:
+    _authorize(settings, authorization)
+    return _changed(settings, alert_id, silenced_until=until)
 
 
 @router.get("/{alert_id}", response_model=AlertPublic, summary="One alert, with its evidence")

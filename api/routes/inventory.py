@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
@@ -11,10 +12,13 @@ from api.models import (
     BrokerPublic,
     BrokersPublic,
     QuarantinePublic,
+    RouteWindow,
+    TopicDetail,
     TopicPublic,
     TopicsPublic,
 )
-from routewatch.store.views import broker_views, topic_views
+from api.problems import ProblemError
+from routewatch.store.views import broker_views, route_windows, topic_views
 
 router = APIRouter(tags=["routes"], dependencies=[Depends(reject_unknown_params)])
 
@@ -32,6 +36,49 @@ def list_topics(
         key=lambda v: (v["coverage"] if v["coverage"] is not None else 2, v["cluster"], v["topic"])
     )
     return TopicsPublic(data=[TopicPublic(**v) for v in views], count=len(views))
+
+
+MAX_WINDOWS = 1000
+
+
+@router.get(
+    "/topics/{cluster}/{topic}",
+    response_model=TopicDetail,
+    summary="A topic's current route per NameServer, and its route per window",
+)
+def get_topic(
+    cluster: str,
+    topic: str,
+    store: StoreDep,
+    since: Annotated[int | None, Query(description="epoch ms (default: until - 10 min)")] = None,
+    until: Annotated[int | None, Query(description="epoch ms (default: stream time)")] = None,
+    window: Annotated[int, Query(ge=1, le=86_400, description="window, seconds")] = 30,
+) -> TopicDetail:
+    current = [v for v in topic_views(store, cluster) if v["topic"] == topic]
+    if until is None:
+        row = store.db.execute(
+            "SELECT stream_time FROM clusters WHERE cluster = ?", (cluster,)
+        ).fetchone()
+        until = (row[0] if row and row[0] is not None else int(time.time() * 1000)) + 1
+    since = until - 600_000 if since is None else since
+    window_ms = window * 1000
+    if since >= until or (until - since) / window_ms > MAX_WINDOWS:
+        raise ProblemError(
+            422,
+            "Invalid range",
+            f"The range must be non-empty and at most {MAX_WINDOWS} windows of {window} s.",
+        )
+    windows = route_windows(store, cluster, topic, since, until, window_ms)
+    if not current and not any(w["brokers"] for w in windows):
+        raise ProblemError(
+            404, "No such topic", f"Topic {topic} has no route in cluster {cluster}."
+        )
+    return TopicDetail(
+        cluster=cluster,
+        topic=topic,
+        current=TopicPublic(**current[0]) if current else None,
+        windows=[RouteWindow(**w) for w in windows],
+    )
 
 
 @router.get("/brokers", response_model=BrokersPublic, summary="Brokers and their liveness")

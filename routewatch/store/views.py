@@ -10,7 +10,16 @@ import orjson
 
 from routewatch.store.store import Store
 
-__all__ = ["AlertFilter", "alert", "alerts", "broker_views", "decode_cursor", "topic_views"]
+__all__ = [
+    "AlertFilter",
+    "alert",
+    "alerts",
+    "broker_views",
+    "decode_cursor",
+    "route_windows",
+    "set_ack",
+    "topic_views",
+]
 
 
 @dataclass(frozen=True)
@@ -187,3 +196,52 @@ def topic_views(store: Store, cluster: str | None = None) -> list[dict[str, Any]
             }
         )
     return out
+
+
+def route_windows(
+    store: Store, cluster: str, topic: str, since: int, until: int, window_ms: int
+) -> list[dict[str, Any]]:
+    """The topic's route per window ``[start, start + window)`` from ``since`` to ``until``:
+    per NameServer, the brokers whose route interval overlaps the window."""
+    rows = store.db.execute(
+        "SELECT namesrv, broker, broker_id, valid_from, valid_to FROM route_intervals "
+        "WHERE cluster = ? AND topic = ? AND valid_from < ? AND (valid_to IS NULL OR valid_to > ?)",
+        (cluster, topic, until, since),
+    ).fetchall()
+    windows = []
+    for start in range(since, until, window_ms):
+        end = min(start + window_ms, until)
+        per_ns: dict[str, set[str]] = {}
+        for r in rows:
+            if r["valid_from"] < end and (r["valid_to"] is None or r["valid_to"] > start):
+                per_ns.setdefault(r["namesrv"], set()).add(r["broker"])
+        windows.append(
+            {
+                "start": start,
+                "end": end,
+                "namesrvs": {ns: sorted(b) for ns, b in sorted(per_ns.items())},
+                "brokers": sorted(set().union(*per_ns.values())) if per_ns else [],
+            }
+        )
+    return windows
+
+
+def set_ack(
+    store: Store,
+    alert_id: str,
+    *,
+    acked_by: str | None = None,
+    silenced_until: int | None = None,
+    now_ms: int,
+) -> None:
+    """Record an acknowledgement or a silence (the API's own table; the job never writes it)."""
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO alert_acks (alert_id, acked_at, acked_by, silenced_until, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (alert_id) DO UPDATE SET "
+            "acked_at = COALESCE(excluded.acked_at, alert_acks.acked_at), "
+            "acked_by = COALESCE(excluded.acked_by, alert_acks.acked_by), "
+            "silenced_until = COALESCE(excluded.silenced_until, alert_acks.silenced_until), "
+            "updated_at = excluded.updated_at",
+            (alert_id, now_ms if acked_by is not None else None, acked_by, silenced_until, now_ms),
+        )

@@ -1,0 +1,72 @@
+"""``/alerts/stream``: Server-Sent Events of alerts opening, changing and resolving.
+
+Events come from the store's append-only alert log; each carries the log's ``seq`` as its SSE
+``id``, so a client that reconnects with ``Last-Event-ID`` resumes right after the last event it
+saw (no gap, no repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from api.deps import SettingsDep, reject_unknown_params
+from routewatch.store import Store
+
+router = APIRouter(tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
+
+POLL_S = 0.5
+KEEPALIVE_S = 15.0
+
+
+@router.get(
+    "/alerts/stream",
+    summary="Server-Sent Events of alert changes, resumable with Last-Event-ID",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def alert_stream(
+    request: Request,
+    settings: SettingsDep,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    after: Annotated[int | None, Query(ge=0, description="start after this log seq")] = None,
+) -> StreamingResponse:
+    if after is not None:
+        start = after
+    elif last_event_id is not None and last_event_id.isdigit():
+        start = int(last_event_id)
+    else:
+        start = 0
+    Store(settings.store_url, readonly=True, timeout_s=2.0).close()  # 503 now if unreachable
+
+    async def events() -> AsyncIterator[bytes]:
+        seq = start
+        idle = 0.0
+        yield b"retry: 2000\n\n"
+        while not await request.is_disconnected():
+            store = Store(settings.store_url, readonly=True, timeout_s=2.0)
+            try:
+                rows = store.alert_log(after=seq, limit=500)
+            finally:
+                store.close()
+            for row in rows:
+                seq = row["seq"]
+                data = orjson.dumps(row["alert"]).decode()
+                yield f"id: {seq}\nevent: {row['change']}\ndata: {data}\n\n".encode()
+            if rows:
+                idle = 0.0
+                continue
+            await asyncio.sleep(POLL_S)
+            idle += POLL_S
+            if idle >= KEEPALIVE_S:
+                idle = 0.0
+                yield b": keep-alive\n\n"
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
