@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.access import StoreAccess
 from api.problems import ProblemError
 from api.settings import ApiSettings
-from routewatch.store import Store, StoreUnavailableError
+from routewatch.store import Store
 
-__all__ = ["SettingsDep", "StoreDep", "reject_unknown_params"]
+__all__ = ["AccessDep", "SettingsDep", "StoreDep", "reject_unknown_params"]
 
 
 def get_settings(request: Request) -> ApiSettings:
@@ -23,13 +23,16 @@ def get_settings(request: Request) -> ApiSettings:
 SettingsDep = Annotated[ApiSettings, Depends(get_settings)]
 
 
-def get_store(settings: SettingsDep) -> Iterator[Store]:
-    path = Path(settings.store_url.removeprefix("sqlite:///"))
-    if not path.exists():
-        raise StoreUnavailableError(
-            f"The store {path} does not exist yet: start the stream job (routewatch stream)."
-        )
-    store = Store(settings.store_url, readonly=True, timeout_s=5.0)
+def get_access(request: Request) -> StoreAccess:
+    access: StoreAccess = request.app.state.store_access
+    return access
+
+
+AccessDep = Annotated[StoreAccess, Depends(get_access)]
+
+
+def get_store(access: AccessDep) -> Iterator[Store]:
+    store = access.open()
     try:
         yield store
     finally:

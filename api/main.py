@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
+from api.access import StoreAccess
 from api.metrics import StoreCollector
 from api.problems import install_problem_handlers
 from api.routes import alerts, health, inventory, metrics, stream
@@ -22,8 +23,9 @@ def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None)
         version="0.1.0",
     )
     app.state.settings = settings
+    app.state.store_access = StoreAccess(settings.store_url)
     app.state.registry = registry or CollectorRegistry()
-    app.state.registry.register(StoreCollector(settings))
+    app.state.registry.register(StoreCollector(settings, app.state.store_access))
     install_problem_handlers(app)
     # /alerts/stream before /alerts/{alert_id}
     for router in (stream.router, alerts.router, inventory.router, health.router, metrics.router):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from api.access import StoreAccess
 from api.settings import ApiSettings
 from routewatch.store import Store, StoreUnavailableError
 from routewatch.store.views import broker_views, topic_views
@@ -22,18 +22,16 @@ __all__ = ["StoreCollector"]
 
 
 class StoreCollector(Collector):
-    def __init__(self, settings: ApiSettings) -> None:
+    def __init__(self, settings: ApiSettings, access: StoreAccess) -> None:
         self.settings = settings
+        self.access = access
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
             "routewatch_exporter_up", "1 when the store could be read for this scrape, else 0."
         )
-        path = Path(self.settings.store_url.removeprefix("sqlite:///"))
         try:
-            if not path.exists():
-                raise StoreUnavailableError(f"the store {path} does not exist yet")
-            store = Store(self.settings.store_url, readonly=True, timeout_s=2.0)
+            store = self.access.open(timeout_s=2.0)
             try:
                 families = list(self._families(store))
             finally:

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query
 
-from api.deps import SettingsDep, StoreDep, reject_unknown_params
+from api.access import StoreAccess
+from api.deps import AccessDep, SettingsDep, StoreDep, reject_unknown_params
 from api.models import AlertPublic, AlertsPublic
 from api.problems import ProblemError
 from api.settings import ApiSettings
-from routewatch.store import Store
 from routewatch.store.views import AlertFilter, alert, alerts, set_ack
 
 router = APIRouter(prefix="/alerts", tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
@@ -60,8 +60,8 @@ def _authorize(settings: ApiSettings, authorization: str | None) -> str:
     return "token"
 
 
-def _changed(settings: ApiSettings, alert_id: str, **change: Any) -> AlertPublic:
-    store = Store(settings.store_url, timeout_s=5.0)
+def _changed(access: StoreAccess, alert_id: str, **change: Any) -> AlertPublic:
+    store = access.open_writable()
     try:
         if alert(store, alert_id) is None:
             raise ProblemError(404, "No such alert", f"There is no alert with id {alert_id}.")
@@ -77,21 +77,23 @@ def _changed(settings: ApiSettings, alert_id: str, **change: Any) -> AlertPublic
 def ack_alert(
     alert_id: str,
     settings: SettingsDep,
+    access: AccessDep,
     authorization: Annotated[str | None, Header()] = None,
 ) -> AlertPublic:
     who = _authorize(settings, authorization)
-    return _changed(settings, alert_id, acked_by=who)
+    return _changed(access, alert_id, acked_by=who)
 
 
 @router.post("/{alert_id}/silence", response_model=AlertPublic, summary="Silence an alert")
 def silence_alert(
     alert_id: str,
     settings: SettingsDep,
+    access: AccessDep,
     until: Annotated[int, Query(description="epoch ms until which the alert is silenced")],
     authorization: Annotated[str | None, Header()] = None,
 ) -> AlertPublic:
     _authorize(settings, authorization)
-    return _changed(settings, alert_id, silenced_until=until)
+    return _changed(access, alert_id, silenced_until=until)
 
 
 @router.get("/{alert_id}", response_model=AlertPublic, summary="One alert, with its evidence")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from api.deps import SettingsDep, reject_unknown_params
+from api.deps import AccessDep, SettingsDep, reject_unknown_params
 from api.models import Health
-from routewatch.store import Store, StoreUnavailableError
+from routewatch.store import StoreUnavailableError
 
 router = APIRouter(tags=["health"], dependencies=[Depends(reject_unknown_params)])
 
@@ -26,13 +25,10 @@ def healthz() -> Health:
     summary="The store answers and the job is recent",
     responses={503: {"model": Health}},
 )
-def readyz(settings: SettingsDep) -> JSONResponse:
+def readyz(settings: SettingsDep, access: AccessDep) -> JSONResponse:
     checks: dict[str, str] = {}
-    path = Path(settings.store_url.removeprefix("sqlite:///"))
     try:
-        if not path.exists():
-            raise StoreUnavailableError(f"the store {path} does not exist yet")
-        store = Store(settings.store_url, readonly=True, timeout_s=2.0)
+        store = access.open(timeout_s=2.0)
         try:
             row = store.db.execute("SELECT MAX(written_at) FROM batches").fetchone()
         finally:

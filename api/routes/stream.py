@@ -15,8 +15,7 @@ import orjson
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.deps import SettingsDep, reject_unknown_params
-from routewatch.store import Store
+from api.deps import AccessDep, reject_unknown_params
 
 router = APIRouter(tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
 
@@ -32,7 +31,7 @@ KEEPALIVE_S = 15.0
 )
 async def alert_stream(
     request: Request,
-    settings: SettingsDep,
+    access: AccessDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
     after: Annotated[int | None, Query(ge=0, description="start after this log seq")] = None,
 ) -> StreamingResponse:
@@ -42,14 +41,14 @@ async def alert_stream(
         start = int(last_event_id)
     else:
         start = 0
-    Store(settings.store_url, readonly=True, timeout_s=2.0).close()  # 503 now if unreachable
+    access.open(timeout_s=2.0).close()  # 503 now if unreachable
 
     async def events() -> AsyncIterator[bytes]:
         seq = start
         idle = 0.0
         yield b"retry: 2000\n\n"
         while not await request.is_disconnected():
-            store = Store(settings.store_url, readonly=True, timeout_s=2.0)
+            store = access.open(timeout_s=2.0)
             try:
                 rows = store.alert_log(after=seq, limit=500)
             finally:

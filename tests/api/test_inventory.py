@@ -49,7 +49,8 @@ def test_health_and_readiness(client: TestClient, tmp_path: Path) -> None:
     missing = TestClient(create_app(load(ApiSettings, data_dir=tmp_path)))
     response = missing.get("/readyz")
     assert response.status_code == 503
-    assert response.json()["checks"]["store"].startswith("the store ")
+    assert response.json()["checks"]["store"].startswith("The store ")
+    assert "does not exist yet" in response.json()["checks"]["store"]
 
 
 def test_metrics_are_read_from_the_store(client: TestClient, registry: CollectorRegistry) -> None:
@@ -82,3 +83,22 @@ def test_metrics_are_read_from_the_store(client: TestClient, registry: Collector
     assert (value("routewatch_sends_total", cluster="DefaultCluster", status="SEND_OK") or 0) > 0
     assert value("routewatch_events_late_total") == 0
     assert "routewatch_stream_batch_duration_seconds" in text
+
+
+def test_a_store_written_by_an_older_version_is_migrated_not_a_server_error(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+    import sqlite3
+
+    for path in store_dir.glob("routewatch.db*"):
+        shutil.copy(path, tmp_path / path.name)
+    db = sqlite3.connect(tmp_path / "routewatch.db")
+    db.executescript(
+        "DROP TABLE topics; DROP TABLE alert_acks; DELETE FROM schema_version WHERE version = 2;"
+    )
+    db.close()
+    client = TestClient(create_app(load(ApiSettings, data_dir=tmp_path)))
+
+    assert client.get("/topics").status_code == 200
+    assert client.get("/alerts").json()["count"] == 4
