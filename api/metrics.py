@@ -46,7 +46,7 @@ class StoreCollector(Collector):
 
     def _families(self, store: Store) -> Iterator[Metric]:
         topics = sorted(
-            (t for t in topic_views(store) if t["coverage"] is not None),
+            (t for t in topic_views(store) if t["coverage"] is not None and not t["system"]),
             key=lambda t: (t["coverage"], t["cluster"], t["topic"]),
         )[: self.settings.metrics_max_topics]
         coverage = GaugeMetricFamily(

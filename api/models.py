@@ -89,6 +89,7 @@ class TopicPublic(BaseModel):
     namesrvs: dict[str, list[QueueView]]
     auto_created: bool
     auto_created_at: int | None
+    system: bool
 
 
 class TopicsPublic(BaseModel):

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from routewatch.rocketmq import is_system_topic
 from routewatch.store.store import Store
 
 __all__ = [
@@ -147,7 +148,11 @@ def broker_views(store: Store) -> list[dict[str, Any]]:
 def topic_views(store: Store, cluster: str | None = None) -> list[dict[str, Any]]:
     """Per topic: brokers holding it (live registrations), expected brokers (live masters),
     coverage, per-NameServer views, and whether it was auto-created."""
-    live = [b for b in broker_views(store) if b["live"]]
+    every = broker_views(store)
+    names: dict[str, set[str]] = {}
+    for b in every:
+        names.setdefault(b["cluster"], set()).add(b["broker"])
+    live = [b for b in every if b["live"]]
     expected: dict[str, set[str]] = {}
     for b in live:
         if b["broker_id"] == 0:
@@ -164,6 +169,15 @@ def topic_views(store: Store, cluster: str | None = None) -> list[dict[str, Any]
     if cluster is not None:
         sql, args = sql + " AND cluster = ?", [cluster]
     views: dict[tuple[str, str], dict[str, Any]] = {}
+    # topics that had a route, or were auto-created, and have none now: coverage 0
+    known = (
+        "SELECT DISTINCT cluster, topic FROM route_intervals"
+        + (" WHERE cluster = ?" if cluster is not None else "")
+        + " UNION SELECT cluster, topic FROM topics"
+        + (" WHERE cluster = ?" if cluster is not None else "")
+    )
+    for c, topic in store.db.execute(known, args * 2):
+        views[(c, topic)] = {"cluster": c, "topic": topic, "namesrvs": {}, "brokers": set()}
     for r in store.db.execute(sql + " ORDER BY cluster, topic, namesrv, broker, broker_id", args):
         key = (r["cluster"], r["topic"])
         view = views.setdefault(
@@ -193,6 +207,7 @@ def topic_views(store: Store, cluster: str | None = None) -> list[dict[str, Any]
                 "namesrvs": view["namesrvs"],
                 "auto_created": (c, topic) in auto,
                 "auto_created_at": auto.get((c, topic)),
+                "system": is_system_topic(topic, c, names.get(c, set())),
             }
         )
     return out

@@ -102,3 +102,23 @@ def test_a_store_written_by_an_older_version_is_migrated_not_a_server_error(
 
     assert client.get("/topics").status_code == 200
     assert client.get("/alerts").json()["count"] == 4
+
+
+def test_system_topics_are_marked_and_kept_out_of_coverage_metrics(
+    client: TestClient, registry: CollectorRegistry
+) -> None:
+    topics = {t["topic"]: t for t in client.get("/topics").json()["data"]}
+    client.get("/metrics")
+
+    assert topics["TBW102"]["system"] and not topics["PaymentsTopic"]["system"]
+    assert (
+        registry.get_sample_value(
+            "routewatch_topic_coverage_ratio", {"cluster": "DefaultCluster", "topic": "TBW102"}
+        )
+        is None
+    )
+
+
+def test_topics_can_be_filtered_by_cluster(client: TestClient) -> None:
+    assert client.get("/topics?cluster=Elsewhere").json() == {"data": [], "count": 0}
+    assert client.get("/topics?cluster=DefaultCluster").json()["count"] > 0
