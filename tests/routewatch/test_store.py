@@ -134,7 +134,7 @@ def test_retention_prunes_old_rows_but_never_counters(store: Store) -> None:
 
     assert deleted == {"quarantine": 0, "alert_log": 2, "alerts": 1, "route_intervals": 1}
     assert store.alerts() == [] and store.route_intervals("C", "T") == []
-    assert store.counters() == {("late", "", "C"): 3}
+    assert store.counters() == {("late", "", "C"): 3, ("alerts_opened", "BROKER_EXPIRED", "C"): 1}
 
 
 def test_retention_keeps_what_is_recent(store: Store) -> None:
