@@ -122,3 +122,11 @@ def test_system_topics_are_marked_and_kept_out_of_coverage_metrics(
 def test_topics_can_be_filtered_by_cluster(client: TestClient) -> None:
     assert client.get("/topics?cluster=Elsewhere").json() == {"data": [], "count": 0}
     assert client.get("/topics?cluster=DefaultCluster").json()["count"] > 0
+
+
+def test_quarantine_limit_caps_the_list_not_the_counts(client: TestClient) -> None:
+    body = client.get("/quarantine?limit=1").json()
+
+    assert len(body["data"]) == 1
+    assert sum(body["counts"].values()) == 3
+    assert client.get("/quarantine?limit=1001").status_code == 422
