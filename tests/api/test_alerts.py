@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.support.traces import expected
+from tests.support.traces import expected, shape
 
 pytestmark = pytest.mark.spark
 
@@ -15,22 +15,7 @@ PROBLEM = "application/problem+json"
 def test_alerts_are_the_scenarios_newest_first(client: TestClient) -> None:
     body = client.get("/alerts").json()
 
-    got = sorted(
-        tuple(
-            a[f]
-            for f in (
-                "kind",
-                "state",
-                "severity",
-                "cluster",
-                "topic",
-                "broker",
-                "broker_id",
-                "cause",
-            )
-        )
-        for a in body["data"]
-    )
+    got = sorted(shape(a) for a in body["data"])
     assert got == expected("demo-mixed")
     assert body["count"] == 4 and body["next"] is None
     opened = [(a["opened_at"], a["id"]) for a in body["data"]]

@@ -15,7 +15,7 @@ from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.store import open_store
 from tests.support.kafka import wait_for
-from tests.support.traces import expected
+from tests.support.traces import expected, shape
 
 pytestmark = pytest.mark.spark
 
@@ -43,22 +43,7 @@ def test_evaluate_prints_each_traces_alerts_as_json(tmp_path: Path) -> None:
     out = orjson.loads(result.stdout)
     assert list(out) == [str(t) for t in traces]
     for name, trace in zip(("broker-dies", "queue-skew"), traces, strict=True):
-        got = sorted(
-            tuple(
-                a[f]
-                for f in (
-                    "kind",
-                    "state",
-                    "severity",
-                    "cluster",
-                    "topic",
-                    "broker",
-                    "broker_id",
-                    "cause",
-                )
-            )
-            for a in out[str(trace)]
-        )
+        got = sorted(shape(a) for a in out[str(trace)])
         assert got == expected(name)
 
 

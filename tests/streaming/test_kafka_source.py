@@ -21,7 +21,7 @@ from streaming.kafka_source import KafkaPartition, KafkaStreamReader, read_parti
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 from tests.support.kafka import API_VERSION, KafkaBroker
-from tests.support.traces import expected
+from tests.support.traces import expected, shape
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -129,19 +129,7 @@ def test_emitter_to_kafka_to_job_to_store_gives_the_scenarios_alerts_on_any_part
         settings = _settings(tmp_path / f"p{partitions}", kafka_broker, topic)
         _run(spark, settings)
         store = open_store(settings.store_url)
-        got = sorted(
-            (
-                a["kind"],
-                a["state"],
-                a["severity"],
-                a["cluster"],
-                a["topic"],
-                a["broker"],
-                a["broker_id"],
-                a["cause"],
-            )
-            for a in store.alerts()
-        )
+        got = sorted(shape(a) for a in store.alerts())
         assert got == expected(SCENARIO)
         results[partitions] = _identity(store.alerts())
     assert results[1] == results[3]

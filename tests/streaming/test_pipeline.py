@@ -16,7 +16,7 @@ from streaming.jobs import evaluate_traces, final_alerts
 from streaming.pipeline import changes, file_lines, quarantined, track_clusters
 from streaming.read import read_events
 from streaming.settings import StreamingSettings
-from tests.support.traces import expected
+from tests.support.traces import expected, shape
 
 pytestmark = pytest.mark.spark
 
@@ -61,22 +61,7 @@ def test_every_scenario_ends_with_exactly_its_alerts(
 
     for name, path in traces.items():
         alerts = results[str(path)]
-        got = sorted(
-            tuple(
-                a[f]
-                for f in (
-                    "kind",
-                    "state",
-                    "severity",
-                    "cluster",
-                    "topic",
-                    "broker",
-                    "broker_id",
-                    "cause",
-                )
-            )
-            for a in alerts
-        )
+        got = sorted(shape(a) for a in alerts)
         assert got == expected(name), name
         assert all(set(a) == ALERT_FIELDS for a in alerts)
         assert all(a["summary"] and isinstance(a["evidence"], dict) for a in alerts)

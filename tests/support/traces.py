@@ -21,9 +21,11 @@ def _shape(a: ExpectedAlert) -> tuple[object, ...]:
     return (a.kind, a.state, a.severity, a.cluster, a.topic, a.broker, a.broker_id, a.cause)
 
 
+SHAPE = ("kind", "state", "severity", "cluster", "topic", "broker", "broker_id", "cause")
+
+
 def shape(alert: object) -> tuple[object, ...]:
-    """The fields of an alert that a scenario's expectation fixes."""
-    return tuple(
-        getattr(alert, f)
-        for f in ("kind", "state", "severity", "cluster", "topic", "broker", "broker_id", "cause")
-    )
+    """The fields of an alert that a scenario's expectation fixes (an object or a dict)."""
+    if isinstance(alert, dict):
+        return tuple(alert[f] for f in SHAPE)
+    return tuple(getattr(alert, f) for f in SHAPE)
