@@ -13,9 +13,9 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from routewatch.events import EVENT_CLASSES, Envelope, is_optional
+from routewatch.events import EVENT_CLASSES, is_optional
 
-__all__ = ["Kind", "WireField", "envelope_fields", "union_fields", "wire_fields"]
+__all__ = ["Kind", "WireField", "union_fields", "wire_fields"]
 
 Kind = Literal["int", "str", "bool", "map", "array"]
 
@@ -84,11 +84,6 @@ _HEAD = (
     WireField(name="v", kind="int"),
     WireField(name="type", kind="str", choices=frozenset(EVENT_CLASSES)),
 )
-
-
-def envelope_fields() -> tuple[WireField, ...]:
-    """The fields every event carries, ``v`` and ``type`` first."""
-    return _HEAD + _record_fields(Envelope)
 
 
 @functools.cache

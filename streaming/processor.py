@@ -27,7 +27,15 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from streaming.engine.cluster import ClusterEngine
 from streaming.engine.intake import Intake
-from streaming.engine.state import Config, LazyMap, Meta, RegKey, TopicState, reg_id
+from streaming.engine.state import (
+    Config,
+    LazyMap,
+    Meta,
+    RegKey,
+    TopicState,
+    reg_id,
+    reg_key,
+)
 
 __all__ = ["CHANGES_SCHEMA", "ClusterProcessor"]
 
@@ -83,11 +91,7 @@ def _json_value(state: ValueState) -> Any:
 def _route_in(raw: Any) -> dict[RegKey, Config] | None:
     if raw is None:
         return None
-    out: dict[RegKey, Config] = {}
-    for rid, c in raw.items():
-        ns, broker, broker_id = rid.rsplit("|", 2)
-        out[(ns, broker, int(broker_id))] = (c[0], c[1], c[2])
-    return out
+    return {reg_key(rid): (c[0], c[1], c[2]) for rid, c in raw.items()}
 
 
 def _route_out(value: dict[RegKey, Config] | None) -> Any:
