@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -78,15 +78,13 @@ def replay(
     While waiting for the next event, the sink is polled every ``tick_s`` (so the spool
     publishes a file whose roll interval passed).
     """
-    waiting_sleep: Callable[[float], None] = pacer.sleep
 
-    def sleep_polling(delay: float) -> None:
+    def wait(delay: float) -> None:
         end = time.monotonic() + delay
         while (left := end - time.monotonic()) > 0:
-            waiting_sleep(min(left, tick_s))
+            time.sleep(min(left, tick_s))
             sink.poll()
 
-    pacer.sleep = sleep_polling
     started = time.monotonic()
     sent = size = 0
     interrupted = False
@@ -95,7 +93,7 @@ def replay(
     try:
         for line in lines:
             if paced:
-                pacer.wait_for(line.ts)
+                wait(pacer.delay(line.ts))
             write(line.raw, line.key)
             sent += 1
             size += len(line.raw) + 1
@@ -108,8 +106,6 @@ def replay(
     except BadLineError as exc:
         written = sink.close()
         raise BadLineError(f"{exc}; {written} event(s) before it were written") from None
-    finally:
-        pacer.sleep = waiting_sleep
     written = sink.close()
     if progress is not None:
         progress.update(written, final=True)

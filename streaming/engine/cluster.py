@@ -19,12 +19,10 @@ import orjson
 from routewatch.events import DeliveredStatus
 from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, TBW102
 from streaming.engine.alerts import Alert, AlertBook
-from streaming.engine.rules import Rules
+from streaming.engine.rules import FAILURE_QUIET_MS, Rules
 from streaming.engine.state import Config, Holder, LazyMap, Meta, Reg, RegKey, TopicState
 
 __all__ = ["BrokerRow", "ClusterEngine", "RouteChange"]
-
-FAILURE_QUIET_MS = 120_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,13 +170,18 @@ class Rules:
             remedy=REMEDIES["BROKER_EXPIRED"],
         )
 
-    def _judge_divergence(self, at: int) -> None:
-        cluster_ns = self.cluster_namesrvs()
+    def _live_on(self) -> dict[tuple[str, int], set[str]]:
+        """Each broker (name, id) that registered -> the NameServers it is live on now."""
         live_on: dict[tuple[str, int], set[str]] = {}
         for (ns, broker, broker_id), reg in self._regs().items():
             live_on.setdefault((broker, broker_id), set())
             if reg.live:
                 live_on[(broker, broker_id)].add(ns)
+        return live_on
+
+    def _judge_divergence(self, at: int) -> None:
+        cluster_ns = self.cluster_namesrvs()
+        live_on = self._live_on()
         since = self.e.meta.diverged_since
         for (broker, broker_id), namesrvs in sorted(live_on.items()):
             diverged = bool(namesrvs) and namesrvs != cluster_ns
@@ -195,9 +200,7 @@ class Rules:
 
     def _divergence_alert(self, broker: str, broker_id: int, at: int) -> None:
         cluster_ns = self.cluster_namesrvs()
-        live_on = sorted(
-            ns for (ns, b, i), r in self._regs().items() if (b, i) == (broker, broker_id) and r.live
-        )
+        live_on = sorted(self._live_on().get((broker, broker_id), set()))
         missing = sorted(cluster_ns - set(live_on))
         differing = sorted(
             {t for ns in live_on for t in (self.e.tables.get((ns, broker, broker_id)) or {})}
@@ -476,8 +479,8 @@ class Rules:
     def _failure_quiet(self, topic: str, at: int, field_name: str, kind: str) -> None:
         """120 s without a failure of this kind resolves the alert."""
         state = self.e.topic_state(topic)
-        record = getattr(state, field_name, None) if state is not None else None
-        if record is None or record["due"] != at:
+        record = None if state is None else getattr(state, field_name)
+        if state is None or record is None or record["due"] != at:
             return  # resolved meanwhile, or a deadline replaced by a later one
         record["due"] = None
         if record["last"] + FAILURE_QUIET_MS > at:
@@ -486,5 +489,4 @@ class Rules:
         else:
             self.e.book.resolve(self._topic_key(kind, topic), at, {"resolution": "quiet for 120 s"})
             setattr(state, field_name, None)
-        assert state is not None
         self.e.topics.mark(topic)
