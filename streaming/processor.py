@@ -219,10 +219,6 @@ class ClusterProcessor(StatefulProcessor):
             (t, None if v is None or v.is_empty() else v.to_json())
             for t, v in engine.topics.dirty()
         )
-        for topic, value in engine.topics.dirty():
-            if value is None or value.is_empty():
-                engine.meta.active_topics.discard(topic)
-                engine.meta.auto_topics.discard(topic)
         self.meta_state.update((orjson.dumps(engine.meta.to_json()).decode(),))
 
     def close(self) -> None:

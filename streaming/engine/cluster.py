@@ -279,7 +279,12 @@ class ClusterEngine:
         return {k: c for k, c in (self.routes.get(topic) or {}).items() if regs[k].live}
 
     def finish(self) -> None:
-        """Fold the alert book back into the meta state (before persisting)."""
+        """Fold the alert book back into the meta state and drop topics whose rule state
+        emptied from the indexes (before persisting)."""
+        for topic, value in self.topics.dirty():
+            if value is None or value.is_empty():
+                self.meta.active_topics.discard(topic)
+                self.meta.auto_topics.discard(topic)
         self.meta.open_alerts = [a.to_dict() for a in self.book.open.values()]
         for key, at in self.book.last_resolved.items():
             if key[0] == "NO_ROUTE_INFO":
