@@ -161,7 +161,7 @@ def _alerts_row() -> list[dash.Panel | stat.Panel | timeseries.Panel | table.Pan
         .thresholds(_thresholds((None, RED), (1, GREEN)))
         .mappings(_mapping({"1": ("readable", GREEN), "0": ("UNREADABLE", RED)})),
         _stat(
-            "Event-time lag",
+            "Event-time lag now",
             "How far behind real time the alerts are. Red (over 60 s): the stream job is down or "
             "falling behind; check its log and the pipeline-health row below.",
             "max(routewatch_stream_event_time_lag_seconds)",

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("routewatch", "emitter", "streaming", "api")
+PACKAGES = ("routewatch", "emitter", "streaming", "api", "dashboards")
 FORBIDDEN = {
-    "routewatch": {"emitter", "streaming", "api", "pyspark"},
+    "routewatch": {"emitter", "streaming", "api", "dashboards", "pyspark"},
+    "dashboards": {"emitter", "streaming", "api", "pyspark"},
     "emitter": {"streaming", "api", "pyspark"},
     "streaming": {"emitter", "api"},
     "api": {"emitter", "streaming", "pyspark"},

@@ -1,0 +1,205 @@
+"""A real Prometheus scrapes the real API while scenarios stream through the job: every panel's
+query, with its template variables filled in, returns data for the scenario meant to light it,
+and the critical alerting rules go pending or firing."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from pyspark.sql import SparkSession
+
+from dashboards import DASHBOARD_FILE, RULES_FILE
+from emitter.scenarios import SCENARIOS
+from emitter.trace import write_trace
+from routewatch.events import Event
+from routewatch.settings import load
+from streaming.jobs import start_stream
+from streaming.settings import StreamingSettings
+from tests.support import grafana
+from tests.support.processes import free_port, stop, wait_for
+from tests.support.prometheus import Prometheus, running_prometheus
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+# Each scenario on a cluster of its own, so that one stream lights every panel.
+CLUSTERS = {
+    "Demo": "demo-mixed",  # stuck topic, a client with no NameServer, a broker that dies
+    "Diverging": "namesrv-registration-lost",  # NameServers disagree on a broker
+    "Refusing": "restarted-auto-create-off-stale-tbw102",  # a broker refuses sends
+    "Expiring": "broker-dies",  # a topic that lived on the dying broker only loses every route
+}
+SPEED = 10
+RATE_INTERVAL = "10s"  # what Grafana's $__rate_interval is at a 1 s scrape interval
+BAD_LINES = "{broken\nnot json either\n"
+
+Check = Callable[[list[float]], bool]
+DATA: Check = bool
+POSITIVE: Check = lambda values: any(v > 0 for v in values)  # noqa: E731
+BELOW_ONE: Check = lambda values: any(v < 1 for v in values)  # noqa: E731
+ZERO: Check = lambda values: any(v == 0 for v in values)  # noqa: E731
+
+# (panel title, query ref) -> (template variables, what "lit" means for its values)
+LIT: dict[tuple[str, str], tuple[dict[str, str], Check]] = {
+    ("Open critical alerts", "A"): ({}, POSITIVE),
+    ("Open warnings", "A"): ({}, POSITIVE),
+    ("Store readable", "A"): ({}, POSITIVE),
+    ("Event-time lag now", "A"): ({}, DATA),
+    ("Open alerts by kind and severity", "A"): ({}, POSITIVE),
+    ("Alerts opened", "A"): ({}, POSITIVE),
+    ("Topics with partial coverage, worst first", "A"): ({"cluster": "Demo"}, BELOW_ONE),
+    ("Topics with partial coverage, worst first", "B"): ({"cluster": "Demo"}, DATA),
+    ("Coverage over time", "A"): ({"cluster": "Demo", "topic": "StuckTopic"}, BELOW_ONE),
+    ("Broker up per NameServer", "A"): ({"cluster": "Demo"}, ZERO),
+    ("NameServer divergence", "A"): ({"cluster": "Diverging"}, POSITIVE),
+    ("NameServer divergence", "B"): ({"cluster": "Diverging"}, POSITIVE),
+    ("'No route info' and refused sends", "A"): ({"cluster": "Demo"}, POSITIVE),
+    ("'No route info' and refused sends", "B"): ({"cluster": "Refusing"}, POSITIVE),
+    ("Micro-batch duration", "A"): ({}, POSITIVE),
+    ("Input rate", "A"): ({}, POSITIVE),
+    ("Input rate", "B"): ({}, POSITIVE),
+    ("Event-time lag", "A"): ({}, DATA),
+    ("Quarantined, late and duplicate events", "A"): ({}, POSITIVE),
+    ("Quarantined, late and duplicate events", "B"): ({}, DATA),
+    ("Quarantined, late and duplicate events", "C"): ({}, DATA),
+}
+FIRING = {
+    "RoutewatchRouteAlertOpen",
+    "RoutewatchBrokerDown",
+    "RoutewatchTopicWithoutRoute",
+    "RoutewatchRouteFailures",
+    "RoutewatchNameServersDisagree",
+}
+
+
+def _mixed_trace(path: Path) -> int:
+    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
+        for event in SCENARIOS[name].run(seed=seed):
+            yield dataclasses.replace(event, cluster=cluster)
+
+    streams = [on_cluster(c, n, seed) for seed, (c, n) in enumerate(CLUSTERS.items(), start=1)]
+    return write_trace(heapq.merge(*streams, key=lambda e: e.ts), path)
+
+
+@pytest.fixture
+def api_url(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)}
+    log = (tmp_path / "api.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "routewatch.cli", "api", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+    def up() -> bool:
+        assert proc.poll() is None, (tmp_path / "api.log").read_text()
+        try:
+            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(up, 60, f"the API answering on {url}")
+        yield url
+    finally:
+        stop(proc)
+        log.close()
+
+
+@pytest.fixture
+def prometheus(api_url: str, tmp_path: Path) -> Iterator[Prometheus]:
+    config: dict[str, Any] = yaml.safe_load((RULES_FILE.parent / "prometheus.yml").read_text())
+    config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+    (job,) = config["scrape_configs"]
+    job["scrape_timeout"] = "1s"
+    job["static_configs"] = [{"targets": [api_url.removeprefix("http://")]}]
+    with running_prometheus(config, tmp_path / "prometheus", RULES_FILE) as server:
+        yield server
+
+
+def _values(prom: Prometheus, expr: str, instant: bool, start: float) -> list[float]:
+    if instant:
+        return [float(r["value"][1]) for r in prom.query(expr)]
+    series = prom.query_range(expr, start, time.time())
+    return [float(v) for s in series for _, v in s["values"]]
+
+
+def _unlit(prom: Prometheus, board: dict[str, Any], start: float) -> list[str]:
+    out = []
+    for target in grafana.targets(board):
+        variables, check = LIT[target.panel, target.ref]
+        filled = grafana.fill(
+            target.expr,
+            {"cluster": ".*", "topic": ".*", **variables, "__rate_interval": RATE_INTERVAL},
+        )
+        if not check(_values(prom, filled, target.instant, start)):
+            out.append(f"{target.panel} [{target.ref}]: {filled}")
+    return out
+
+
+def test_every_panel_lights_up_for_its_scenario(
+    spark: SparkSession, tmp_path: Path, prometheus: Prometheus
+) -> None:
+    board = grafana.load(DASHBOARD_FILE)
+    assert {(t.panel, t.ref) for t in grafana.targets(board)} == set(LIT)
+    settings = load(StreamingSettings, data_dir=tmp_path, trigger_interval_s=0.5)
+    trace = tmp_path / "mixed.jsonl"
+    _mixed_trace(trace)
+    start = time.time()
+    query = start_stream(spark, settings, "spool")
+    replay = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "routewatch.cli", "replay", str(trace), "--to", "spool"),
+            *("--speed", str(SPEED), "--rebase-time", "now", "--quiet"),
+        ],
+        env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)},
+    )
+    try:
+        wait_for(lambda: prometheus.scraped("routewatch"), 60, "Prometheus scraping the API")
+        # Bad input after Prometheus has seen the quarantine counters at 0, so it sees the rise.
+        wait_for(
+            lambda: bool(prometheus.query("sum(routewatch_events_total) > 0")),
+            120,
+            "Prometheus seeing the first events applied",
+        )
+        staged = tmp_path / "bad.staging"
+        staged.write_text(BAD_LINES)
+        staged.replace(settings.spool_dir / "bad-input.jsonl")
+        assert replay.wait(180) == 0
+
+        unlit: list[str] = []
+
+        def all_lit() -> bool:
+            unlit[:] = _unlit(prometheus, board, start)
+            return not unlit
+
+        try:
+            wait_for(all_lit, 120, "every panel lighting up", interval=2)
+        except TimeoutError as e:
+            raise AssertionError(f"panels without data: {unlit}") from e
+
+        cluster_values = prometheus.label_values("cluster", "routewatch_broker_up")
+        assert set(CLUSTERS) <= set(cluster_values)
+        topic_query = grafana.variable_queries(board)["topic"]
+        assert "StuckTopic" in prometheus.label_values(
+            "topic",
+            grafana.fill(topic_query.split("(", 1)[1].rsplit(",", 1)[0], {"cluster": "Demo"}),
+        )
+        alerts = prometheus.query_range("ALERTS", start, time.time())
+        assert {s["metric"]["alertname"] for s in alerts} >= FIRING
+    finally:
+        stop(replay)
+        query.stop()
