@@ -7,12 +7,20 @@ answers with a missing table.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from routewatch.store import Store, StoreUnavailableError
 
-__all__ = ["StoreAccess"]
+__all__ = ["StoreAccess", "is_busy"]
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """SQLite gave up waiting for a lock that another connection holds (SQLITE_BUSY/LOCKED)."""
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 class StoreAccess:
@@ -39,6 +47,21 @@ class StoreAccess:
                         writer.close()
                     self._migrated = True
         return Store(self.url, readonly=True, timeout_s=timeout_s)
+
+    def busy(self, exc: sqlite3.Error) -> StoreUnavailableError:
+        """What a read that met another connection's lock means: the store is briefly busy."""
+        return StoreUnavailableError(f"the store at {self.path} is busy: {exc}.")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads inside raise :class:`StoreUnavailableError`, not SQLite's error, when locked out
+        (a writer in exclusive locking mode keeps even WAL readers out)."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            raise self.busy(exc) from None
 
     def open_writable(self, timeout_s: float = 5.0) -> Store:
         """A connection for the API's own table (acknowledgements and silences)."""

@@ -12,7 +12,11 @@ from api.problems import ProblemError
 from api.settings import ApiSettings
 from routewatch.store import Store
 
-__all__ = ["AccessDep", "SettingsDep", "StoreDep", "reject_unknown_params"]
+__all__ = ["SQLITE_INT_MAX", "AccessDep", "SettingsDep", "StoreDep", "reject_unknown_params"]
+
+# The largest INTEGER SQLite holds: a larger number given as a time or a sequence number cannot be
+# bound to a query at all, so such parameters are validated against it (0 ..= SQLITE_INT_MAX).
+SQLITE_INT_MAX = 2**63 - 1
 
 
 def get_settings(request: Request) -> ApiSettings:

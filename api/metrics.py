@@ -39,7 +39,8 @@ class StoreCollector(Collector):
         try:
             store = self.access.open(timeout_s=2.0)
             try:
-                families = list(self._families(store))
+                with self.access.reading():
+                    families = list(self._families(store))
             finally:
                 store.close()
         except StoreUnavailableError:

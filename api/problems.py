@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Mapping
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from api.access import StoreAccess, is_busy
 from routewatch.store import StoreUnavailableError
 
 __all__ = ["install_problem_handlers", "problem"]
@@ -17,13 +21,18 @@ PROBLEM_JSON = "application/problem+json"
 class ProblemError(Exception):
     """An error answered as problem+json with ``status`` and one-sentence ``detail``."""
 
-    def __init__(self, status: int, title: str, detail: str) -> None:
+    def __init__(
+        self, status: int, title: str, detail: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.status, self.title, self.detail = status, title, detail
+        self.headers = headers
 
 
-def problem(status: int, title: str, detail: str) -> JSONResponse:
+def problem(
+    status: int, title: str, detail: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def _validation_sentence(exc: RequestValidationError) -> str:
@@ -35,7 +44,7 @@ def _validation_sentence(exc: RequestValidationError) -> str:
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
-        return problem(exc.status, exc.title, exc.detail)
+        return problem(exc.status, exc.title, exc.detail, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -46,8 +55,31 @@ def install_problem_handlers(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else "The request failed."
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"There is no resource at {request.url.path}."
-        return problem(exc.status_code, "Error", detail)
+        elif exc.status_code == 405 and detail == "Method Not Allowed":
+            allowed = (exc.headers or {}).get("Allow", "")
+            detail = (
+                f"The method {request.method} is not allowed on {request.url.path}; use {allowed}."
+            )
+        # the headers carry what the status requires, such as Allow on a 405
+        return problem(exc.status_code, "Error", detail, exc.headers)
 
     @app.exception_handler(StoreUnavailableError)
     async def _store(request: Request, exc: StoreUnavailableError) -> JSONResponse:
-        return problem(503, "Store unavailable", f"{exc} Try again shortly.")
+        return _unavailable(exc)
+
+    @app.exception_handler(sqlite3.OperationalError)
+    async def _locked(request: Request, exc: sqlite3.OperationalError) -> JSONResponse:
+        """A read locked out by another connection is the store being briefly busy (503); any
+        other SQLite error stays a server error."""
+        if not is_busy(exc):
+            raise exc
+        access: StoreAccess = request.app.state.store_access
+        return _unavailable(access.busy(exc))
+
+
+def _unavailable(exc: StoreUnavailableError) -> JSONResponse:
+    """503, with the reason and what to do in one sentence."""
+    reason = str(exc).rstrip(".")
+    return problem(
+        503, "Store unavailable", f"{reason[:1].upper()}{reason[1:]}; try again shortly."
+    )

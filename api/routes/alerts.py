@@ -9,11 +9,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query
 
 from api.access import StoreAccess
-from api.deps import AccessDep, SettingsDep, StoreDep, reject_unknown_params
+from api.deps import SQLITE_INT_MAX, AccessDep, SettingsDep, StoreDep, reject_unknown_params
 from api.models import AlertPublic, AlertsPublic
 from api.problems import ProblemError
 from api.settings import ApiSettings
-from routewatch.store.views import AlertFilter, alert, alerts, set_ack
+from routewatch.store.views import AlertFilter, alert, alerts, decode_cursor, set_ack
 
 router = APIRouter(prefix="/alerts", tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
 
@@ -27,13 +27,20 @@ def list_alerts(
     cluster: str | None = None,
     topic: str | None = None,
     broker: str | None = None,
-    since: Annotated[int | None, Query(description="epoch ms: alerts active at or after")] = None,
-    until: Annotated[int | None, Query(description="epoch ms: alerts opened before")] = None,
+    since: Annotated[
+        int | None,
+        Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms: alerts active at or after"),
+    ] = None,
+    until: Annotated[
+        int | None, Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms: alerts opened before")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
 ) -> AlertsPublic:
     f = AlertFilter(state, kind, severity, cluster, topic, broker, since, until)
     try:
+        if cursor is not None and not 0 <= decode_cursor(cursor)[0] <= SQLITE_INT_MAX:
+            raise ValueError("the cursor is not one this API returned")
         page, total, following = alerts(store, f, limit=limit, cursor=cursor)
     except ValueError as exc:
         raise ProblemError(400, "Invalid cursor", f"The cursor is invalid: {exc}.") from None
@@ -41,21 +48,25 @@ def list_alerts(
 
 
 def _authorize(settings: ApiSettings, authorization: str | None) -> str:
-    """The caller's token check: constant-time, and a sentence saying what to do on refusal."""
-    if settings.api_token is None:
+    """The caller's token check: constant-time, and a sentence saying what to do on refusal.
+
+    An empty ROUTEWATCH_API_TOKEN counts as unset: otherwise 'Authorization: Bearer ' would pass.
+    """
+    expected = "" if settings.api_token is None else settings.api_token.get_secret_value()
+    if not expected:
         raise ProblemError(
             403,
             "Disabled",
             "Acknowledging and silencing are disabled: set ROUTEWATCH_API_TOKEN to enable them.",
         )
     scheme, _, token = (authorization or "").partition(" ")
-    expected = settings.api_token.get_secret_value()
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):
         raise ProblemError(
             401,
             "Unauthorized",
             "This needs the header 'Authorization: Bearer <ROUTEWATCH_API_TOKEN>'; the token "
             "given is missing or wrong.",
+            {"WWW-Authenticate": "Bearer"},  # what a 401 must name (RFC 9110)
         )
     return "token"
 
@@ -89,7 +100,10 @@ def silence_alert(
     alert_id: str,
     settings: SettingsDep,
     access: AccessDep,
-    until: Annotated[int, Query(description="epoch ms until which the alert is silenced")],
+    until: Annotated[
+        int,
+        Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms until which the alert is silenced"),
+    ],
     authorization: Annotated[str | None, Header()] = None,
 ) -> AlertPublic:
     _authorize(settings, authorization)

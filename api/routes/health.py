@@ -30,7 +30,8 @@ def readyz(settings: SettingsDep, access: AccessDep) -> JSONResponse:
     try:
         store = access.open(timeout_s=2.0)
         try:
-            row = store.db.execute("SELECT MAX(written_at) FROM batches").fetchone()
+            with access.reading():
+                row = store.db.execute("SELECT MAX(written_at) FROM batches").fetchone()
         finally:
             store.close()
         checks["store"] = "ok"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from api.deps import StoreDep, reject_unknown_params
+from api.deps import SQLITE_INT_MAX, StoreDep, reject_unknown_params
 from api.models import (
     BrokerPublic,
     BrokersPublic,
@@ -50,8 +50,13 @@ def get_topic(
     cluster: str,
     topic: str,
     store: StoreDep,
-    since: Annotated[int | None, Query(description="epoch ms (default: until - 10 min)")] = None,
-    until: Annotated[int | None, Query(description="epoch ms (default: stream time)")] = None,
+    since: Annotated[
+        int | None,
+        Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms (default: until - 10 min)"),
+    ] = None,
+    until: Annotated[
+        int | None, Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms (default: stream time)")
+    ] = None,
     window: Annotated[int, Query(ge=1, le=86_400, description="window, seconds")] = 30,
 ) -> TopicDetail:
     current = [v for v in topic_views(store, cluster) if v["topic"] == topic]

@@ -15,12 +15,19 @@ import orjson
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.deps import AccessDep, reject_unknown_params
+from api.deps import SQLITE_INT_MAX, AccessDep, reject_unknown_params
 
 router = APIRouter(tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
 
 POLL_S = 0.5
 KEEPALIVE_S = 15.0
+
+
+def _is_seq(value: str) -> bool:
+    """Whether a Last-Event-ID is one of our sequence numbers (ASCII digits, in SQLite's range);
+    any other value restarts the stream from the beginning."""
+    digits = value.isascii() and value.isdigit() and len(value) <= len(str(SQLITE_INT_MAX))
+    return digits and int(value) <= SQLITE_INT_MAX
 
 
 @router.get(
@@ -33,11 +40,13 @@ async def alert_stream(
     request: Request,
     access: AccessDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-    after: Annotated[int | None, Query(ge=0, description="start after this log seq")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=SQLITE_INT_MAX, description="start after this log seq")
+    ] = None,
 ) -> StreamingResponse:
     if after is not None:
         start = after
-    elif last_event_id is not None and last_event_id.isdigit():
+    elif last_event_id is not None and _is_seq(last_event_id):
         start = int(last_event_id)
     else:
         start = 0
