@@ -1,0 +1,45 @@
+"""A store's contents, minus what depends on the wall clock, for comparing two runs row by row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from routewatch.store import Store
+
+# Columns written from the wall clock (or the store's own sequence), not from the events.
+WALL_CLOCK = {"detected_at", "written_at", "updated_at", "arrived_at", "seq"}
+
+
+def _rows(store: Store, table: str, order: str | None = None) -> list[tuple[Any, ...]]:
+    cursor = store.db.execute(f"SELECT * FROM {table}" + (f" ORDER BY {order}" if order else ""))
+    names = [d[0] for d in cursor.description]
+    keep = [i for i, n in enumerate(names) if n not in WALL_CLOCK]
+    rows = [tuple(row[i] for i in keep) for row in cursor.fetchall()]
+    return rows if order else sorted(rows, key=repr)
+
+
+def _logged(store: Store) -> list[tuple[Any, ...]]:
+    out = []
+    for alert_id, change, at, alert in store.db.execute(
+        "SELECT alert_id, change, at, alert FROM alert_log ORDER BY seq"
+    ):
+        record = orjson.loads(alert)
+        record.pop("detected_at", None)
+        out.append((alert_id, change, at, orjson.dumps(record, option=orjson.OPT_SORT_KEYS)))
+    return out
+
+
+def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table that events determine, as sorted rows (lists keep duplicates visible)."""
+    return {
+        "alerts": _rows(store, "alerts"),
+        "alert_log": _logged(store),
+        "route_intervals": _rows(store, "route_intervals"),
+        "brokers": _rows(store, "brokers"),
+        "topics": _rows(store, "topics"),
+        "counters": _rows(store, "counters"),
+        "clusters": _rows(store, "clusters"),
+        "quarantine": _rows(store, "quarantine"),
+    }
