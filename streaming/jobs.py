@@ -17,7 +17,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from routewatch.errors import RoutewatchError
-from routewatch.store import open_store
+from routewatch.store import StoreUnavailableError, open_store
 from streaming.kafka_source import KafkaDataSource
 from streaming.pipeline import changes, file_lines, kafka_lines
 from streaming.session import spark_session
@@ -89,12 +89,17 @@ class _ProgressLog(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:
         p = event.progress
         duration = int(p.durationMs.get("triggerExecution", 0))
-        store = open_store(self.store_url)
         try:
-            store.record_progress(self.job, p.batchId, p.numInputRows, duration)
-            times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
-        finally:
-            store.close()
+            store = open_store(self.store_url)
+            try:
+                store.record_progress(self.job, p.batchId, p.numInputRows, duration)
+                times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
+            finally:
+                store.close()
+        except StoreUnavailableError as exc:
+            # the figures are for people and metrics; the batch itself is safe in the store
+            log.warning("batch %d: progress not recorded: %s", p.batchId, exc)
+            return
         lag = f"{time.time() - max(times) / 1000:.1f} s" if times else "n/a"
         log.info(
             "batch %d: %d input rows in %d ms, event-time lag %s",

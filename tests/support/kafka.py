@@ -147,6 +147,18 @@ class KafkaBroker:
 
         wait_for(kafka_ready, timeout, f"Kafka answering on {self.bootstrap}", interval=0.25)
 
+    def restart_kafka(self, timeout: float = 90) -> None:
+        """Stop the Kafka broker (SIGTERM: it closes its ZooKeeper session, so the new process can
+        register the same broker id at once) and start it again on the same port and logs."""
+        stop(self._procs.pop("kafka"), timeout)
+        self._run("kafka", "kafka.Kafka", self.workdir / "server.properties")
+
+        def kafka_ready() -> bool:
+            self._check_alive("kafka")
+            return _kafka_ok(self.bootstrap)
+
+        wait_for(kafka_ready, timeout, f"Kafka answering again on {self.bootstrap}", interval=0.25)
+
     def create_topic(self, name: str, partitions: int = 1) -> None:
         """Create a topic with ``partitions`` partitions (Kafka 0.9 has no CreateTopics API)."""
         result = subprocess.run(
