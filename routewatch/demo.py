@@ -1,0 +1,231 @@
+"""``routewatch demo``: the streaming job, the API and a replay of the mixed scenario, together.
+
+It runs the other commands as child processes (the core imports none of their packages), in a
+data directory of its own (``<data dir>/demo``, emptied at start), prints where to look and the
+alerts as they open and resolve, and on Ctrl-C or SIGTERM stops every process it started, by PID,
+and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from routewatch.errors import RoutewatchError
+from routewatch.settings import Settings, load
+from routewatch.store import StoreUnavailableError, open_store
+
+__all__ = ["register"]
+
+SCENARIO = "demo-mixed"
+STARTUP_S = 180.0  # the longest the API may take to answer (it starts fast; Spark does not)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the job, the API and a replay of the mixed scenario until Ctrl-C",
+        description=__doc__,
+    )
+    parser.add_argument("--speed", type=float, default=10.0, help="replay speed (default 10)")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="the API's port on 127.0.0.1 (default 8000)"
+    )
+    parser.set_defaults(handler=_run)
+
+
+@dataclass
+class _Children:
+    """The processes the demo started, stopped in reverse order by their PIDs."""
+
+    logs: Path
+    started: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
+    _files: list[IO[bytes]] = field(default_factory=list)
+
+    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("wb")
+        self._files.append(log)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "routewatch.cli", *argv],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        self.started.append((name, proc))
+        return proc
+
+    def check(self) -> None:
+        """Fail with one sentence when a long-running child exited on its own."""
+        for name, proc in self.started:
+            if name != "replay" and proc.poll() is not None:
+                tail = (self.logs / f"{name}.log").read_text(errors="replace")[-1500:]
+                print(tail, file=sys.stderr)
+                raise RoutewatchError(
+                    f"the {name} process exited with status {proc.returncode} (its log is above, "
+                    f"and in {self.logs / (name + '.log')}); fix what it names and run the demo "
+                    "again."
+                )
+
+    def stop(self) -> str:
+        stopped = []
+        for name, proc in reversed(self.started):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+            stopped.append(f"{name} (PID {proc.pid})")
+        for f in self._files:
+            f.close()
+        return ", ".join(reversed(stopped))
+
+
+def _api_up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _alert_line(alert: dict[str, Any]) -> str:
+    where = alert["topic"] or f"{alert['broker']}/{alert['broker_id']}"
+    return (
+        f"  {alert['state']:8s} {alert['severity']:8s} {alert['kind']:18s} "
+        f"{alert['cluster']}/{where:14s} {alert['summary']}"
+    )
+
+
+def _fresh(root: Path) -> None:
+    """The demo's own directory, emptied: a store and checkpoint from a previous demo would mix
+    its alerts with this one's."""
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = load(Settings)
+    root = settings.data_dir / "demo"
+    _fresh(root)
+    env = {
+        **os.environ,
+        "ROUTEWATCH_DATA_DIR": str(root),
+        "ROUTEWATCH_API_HOST": "127.0.0.1",
+        "ROUTEWATCH_API_PORT": str(args.port),
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+    }
+    for name in ("ROUTEWATCH_STORE_URL", "ROUTEWATCH_SPOOL_DIR"):
+        env.pop(name, None)  # the demo keeps everything in its own directory
+    url = f"http://127.0.0.1:{args.port}"
+    trace = root / f"{SCENARIO}.jsonl"
+    simulated = subprocess.run(
+        [
+            *(sys.executable, "-m", "routewatch.cli", "simulate"),
+            *("--scenario", SCENARIO, "--out", str(trace)),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if simulated.returncode != 0:
+        raise RoutewatchError(f"simulating {SCENARIO} failed: {simulated.stderr.strip()}")
+
+    children = _Children(root)
+    stopping: list[int] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    print(f"==> demo data directory: {root} (emptied; logs: stream.log, api.log, replay.log)")
+    try:
+        stream = children.start("stream", ["stream", "--source", "spool"], env)
+        print(f"==> streaming job started (PID {stream.pid}): spool -> SQLite store")
+        api = children.start("api", ["api"], env)
+        print(f"==> API started (PID {api.pid}): {url}/docs")
+        deadline = time.monotonic() + STARTUP_S
+        while not _api_up(url):
+            children.check()
+            if time.monotonic() > deadline:
+                raise RoutewatchError(
+                    f"the API did not answer on {url} within {STARTUP_S:.0f} s: see "
+                    f"{root / 'api.log'}, or pick a free port with --port."
+                )
+            time.sleep(0.2)
+        print(f"    open alerts:  curl -s '{url}/alerts?state=open'")
+        print(f"    live changes: curl -sN {url}/alerts/stream")
+        print(f"    metrics:      curl -s {url}/metrics")
+        replay = children.start(
+            "replay",
+            [
+                *("replay", str(trace), "--to", "spool", "--speed", f"{args.speed:g}"),
+                *("--rebase-time", "now", "--quiet"),
+            ],
+            env,
+        )
+        print(
+            f"==> replaying {SCENARIO} at {args.speed:g}x (PID {replay.pid}): healthy topics, a "
+            "topic stuck on one broker, a client with no NameServer address, a broker that dies"
+        )
+        print("==> alerts as they open and resolve (Ctrl-C stops everything):")
+        _watch(children, root, replay, stopping)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        print(f"==> stopped {children.stop()}; the demo's data stays in {root}")
+    return 0
+
+
+def _watch(
+    children: _Children, root: Path, replay: subprocess.Popen[bytes], stopping: list[int]
+) -> None:
+    """Print alert changes and a progress line every few seconds, until a signal arrives."""
+    shown: dict[str, tuple[str, int]] = {}
+    store_url = f"sqlite:///{root / 'routewatch.db'}"
+    last_status = 0.0
+    replay_done = False
+    while not stopping:
+        children.check()
+        alerts: list[dict[str, Any]] = []
+        batches = 0
+        if (root / "routewatch.db").exists():
+            try:
+                store = open_store(store_url, readonly=True)
+                try:
+                    alerts = store.alerts()
+                    batches = int(store.db.execute("SELECT COUNT(*) FROM batches").fetchone()[0])
+                finally:
+                    store.close()
+            except StoreUnavailableError:
+                pass
+        for alert in alerts:
+            version = (alert["state"], alert["updated_at"])
+            if shown.get(alert["id"], ("", 0))[0] != alert["state"]:
+                print(_alert_line(alert), flush=True)
+            shown[alert["id"]] = version
+        if replay.poll() is not None and not replay_done:
+            replay_done = True
+            print(f"==> replay finished (status {replay.returncode}); the job and API keep running")
+        if time.monotonic() - last_status > 10:
+            last_status = time.monotonic()
+            opened = sum(a["state"] == "open" for a in alerts)
+            print(f"    [{batches} micro-batches stored, {opened} alert(s) open]", flush=True)
+        time.sleep(1)

@@ -1,0 +1,69 @@
+"""``routewatch demo`` runs the job, the API and the replay; the API lists the scenario's alerts
+within 3 minutes, and Ctrl-C stops every process it started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.processes import free_port, stop, wait_for
+from tests.support.traces import expected, shape
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)}
+    out = (tmp_path / "demo.out").open("wb")
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "routewatch.cli", "demo", "--port", str(port)],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+
+        def listed() -> bool:
+            assert demo.poll() is None, (tmp_path / "demo.out").read_text()
+            try:
+                body = httpx.get(f"{url}/alerts", timeout=2).json()
+            except (httpx.HTTPError, ValueError):
+                return False
+            return sorted(shape(a) for a in body.get("data", [])) == expected("demo-mixed")
+
+        wait_for(listed, 180, "the API listing demo-mixed's alerts", interval=1)
+        text = (tmp_path / "demo.out").read_text()
+        assert f"curl -s '{url}/alerts?state=open'" in text and f"{url}/metrics" in text
+        pids = [
+            int(line.split("(PID ")[1].split(")")[0])
+            for line in text.splitlines()
+            if "started (PID " in line
+        ]
+        assert len(pids) == 2  # the stream job and the API
+
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(120) == 0
+    finally:
+        stop(demo)
+        out.close()
+    text = (tmp_path / "demo.out").read_text()
+    assert "==> stopped stream (PID" in text and "api (PID" in text and "replay (PID" in text
+    assert not any(_alive(pid) for pid in pids)
