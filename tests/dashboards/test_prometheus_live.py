@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 from pyspark.sql import SparkSession
@@ -27,7 +26,7 @@ from routewatch.settings import load
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
 from tests.support import grafana
-from tests.support.processes import free_port, stop, wait_for
+from tests.support.processes import api_answers, free_port, start_routewatch, stop, wait_for
 from tests.support.prometheus import Prometheus, running_prometheus
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -96,27 +95,13 @@ def api_url(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)}
-    log = (tmp_path / "api.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "routewatch.cli", "api", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-    def up() -> bool:
-        assert proc.poll() is None, (tmp_path / "api.log").read_text()
-        try:
-            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
+    log = tmp_path / "api.log"
+    proc = start_routewatch(["api", "--port", str(port)], env, log)
     try:
-        wait_for(up, 60, f"the API answering on {url}")
+        wait_for(lambda: api_answers(url, proc, log), 60, f"the API answering on {url}")
         yield url
     finally:
         stop(proc)
-        log.close()
 
 
 @pytest.fixture

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.processes import free_port, stop, wait_for
+from tests.support.processes import free_port, start_routewatch, stop, wait_for
 from tests.support.traces import expected, shape
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -31,13 +29,7 @@ def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
 ) -> None:
     port = free_port()
     env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)}
-    out = (tmp_path / "demo.out").open("wb")
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "routewatch.cli", "demo", "--port", str(port)],
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
+    demo = start_routewatch(["demo", "--port", str(port)], env, tmp_path / "demo.out")
     url = f"http://127.0.0.1:{port}"
     try:
 
@@ -63,7 +55,6 @@ def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
         assert demo.wait(120) == 0
     finally:
         stop(demo)
-        out.close()
     text = (tmp_path / "demo.out").read_text()
     assert "==> stopped stream (PID" in text and "api (PID" in text and "replay (PID" in text
     assert not any(_alive(pid) for pid in pids)

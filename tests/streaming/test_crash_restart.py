@@ -35,7 +35,7 @@ from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 from tests.support.kafka import KafkaBroker
-from tests.support.processes import stop, wait_for
+from tests.support.processes import start_routewatch, stop, wait_for
 from tests.support.stores import snapshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -143,13 +143,7 @@ def _crash_and_restart(
     seen: list[str] = []
 
     def start() -> subprocess.Popen[bytes]:
-        with log_path.open("ab") as log:
-            return subprocess.Popen(
-                [sys.executable, "-m", "routewatch.cli", "stream", "--source", source],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        return start_routewatch(["stream", "--source", source], env, log_path)
 
     def alive(proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is not None:

@@ -4,8 +4,6 @@ by themselves, and nothing is lost: the job ends with the alerts of the whole tr
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from routewatch.store import open_store
 from streaming.jobs import evaluate_traces, start_stream
 from streaming.settings import StreamingSettings
 from tests.support.kafka import KafkaBroker, running_broker
-from tests.support.processes import stop, wait_for
+from tests.support.processes import start_routewatch, stop, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka]
 
@@ -66,16 +64,9 @@ def test_a_broker_restart_mid_stream_loses_nothing(
     }
     query = start_stream(spark, settings, "kafka")
     replay_log = tmp_path / "replay.log"
-    with replay_log.open("wb") as log:
-        replay = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "routewatch.cli", "replay", str(trace)),
-                *("--to", "kafka", "--speed", str(SPEED), "--quiet"),
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    replay = start_routewatch(
+        ["replay", str(trace), "--to", "kafka", "--speed", str(SPEED), "--quiet"], env, replay_log
+    )
     try:
         store = None
 

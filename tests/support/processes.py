@@ -7,8 +7,12 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+import httpx
 
 
 def free_port() -> int:
@@ -41,3 +45,23 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout)
+
+
+def start_routewatch(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """``routewatch ARGV`` in this interpreter, its output (both streams) appended to ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "routewatch.cli", *argv],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def api_answers(url: str, proc: subprocess.Popen[bytes], log: Path) -> bool:
+    """True once the API at ``url`` answers ``/healthz``; fails with its log if it exited."""
+    assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
