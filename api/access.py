@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from routewatch.store import Store, StoreUnavailableError
+from routewatch.store.postgres import redacted
+from routewatch.store.store import POSTGRES_SCHEMES
 
 __all__ = ["StoreAccess", "is_busy"]
 
@@ -26,13 +28,16 @@ def is_busy(exc: sqlite3.Error) -> bool:
 class StoreAccess:
     def __init__(self, url: str) -> None:
         self.url = url
-        self.path = Path(url.removeprefix("sqlite:///"))
+        self.postgres = url.startswith(POSTGRES_SCHEMES)
+        # SQLite: the file; PostgreSQL: no file (its server says whether it is there)
+        self.path = None if self.postgres else Path(url.removeprefix("sqlite:///"))
+        self.where = redacted(url) if self.postgres else str(self.path)
         self._migrated = False
         self._lock = threading.Lock()
 
     def open(self, timeout_s: float = 5.0) -> Store:
         """A read-only connection; :class:`StoreUnavailableError` when there is no store yet."""
-        if not self.path.exists():
+        if self.path is not None and not self.path.exists():
             raise StoreUnavailableError(
                 f"The store {self.path} does not exist yet: start the stream job (routewatch "
                 "stream)."
@@ -50,18 +55,24 @@ class StoreAccess:
 
     def busy(self, exc: sqlite3.Error) -> StoreUnavailableError:
         """What a read that met another connection's lock means: the store is briefly busy."""
-        return StoreUnavailableError(f"the store at {self.path} is busy: {exc}.")
+        return StoreUnavailableError(f"the store at {self.where} is busy: {exc}.")
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
         """Reads inside raise :class:`StoreUnavailableError`, not SQLite's error, when locked out
         (a writer in exclusive locking mode keeps even WAL readers out)."""
+        import psycopg
+
         try:
             yield
         except sqlite3.OperationalError as exc:
             if not is_busy(exc):
                 raise
             raise self.busy(exc) from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise StoreUnavailableError(
+                f"the store at {self.where} cannot be read: {str(exc).strip()}."
+            ) from None
 
     def open_writable(self, timeout_s: float = 5.0) -> Store:
         """A connection for the API's own table (acknowledgements and silences)."""

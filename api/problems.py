@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -66,6 +67,17 @@ def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(StoreUnavailableError)
     async def _store(request: Request, exc: StoreUnavailableError) -> JSONResponse:
         return _unavailable(exc)
+
+    @app.exception_handler(psycopg.OperationalError)
+    @app.exception_handler(psycopg.InterfaceError)
+    async def _unreachable(request: Request, exc: psycopg.Error) -> JSONResponse:
+        """PostgreSQL went away during a request: the store is briefly unavailable (503)."""
+        access: StoreAccess = request.app.state.store_access
+        return _unavailable(
+            StoreUnavailableError(
+                f"the store at {access.where} cannot be read: {' '.join(str(exc).split())}"
+            )
+        )
 
     @app.exception_handler(sqlite3.OperationalError)
     async def _locked(request: Request, exc: sqlite3.OperationalError) -> JSONResponse:

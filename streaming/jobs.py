@@ -82,12 +82,20 @@ class _ProgressLog(StreamingQueryListener):
     def __init__(self, store_url: str, job: str) -> None:
         self.store_url = store_url
         self.job = job
+        # the query this listener reports on: a session's listeners hear every query's events
+        self.query_id: str | None = None
+
+    def _mine(self, query_id: Any) -> bool:
+        return self.query_id is None or str(query_id) == self.query_id
 
     def onQueryStarted(self, event: Any) -> None:
-        log.info("stream started: query %s", event.id)
+        if self._mine(event.id):
+            log.info("stream started: query %s", event.id)
 
     def onQueryProgress(self, event: Any) -> None:
         p = event.progress
+        if not self._mine(p.id):
+            return
         duration = int(p.durationMs.get("triggerExecution", 0))
         try:
             store = open_store(self.store_url)
@@ -113,6 +121,8 @@ class _ProgressLog(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event: Any) -> None:
+        if not self._mine(event.id):
+            return
         log.info("stream stopped%s", f": {event.exception}" if event.exception else "")
 
 
@@ -164,14 +174,17 @@ def start_stream(
         dedupe_horizon_ms=settings.dedupe_horizon_ms,
         by_event_time=source == "kafka",
     )
-    spark.streams.addListener(_ProgressLog(settings.store_url, job))
-    return (
+    listener = _ProgressLog(settings.store_url, job)
+    spark.streams.addListener(listener)
+    query = (
         output.writeStream.queryName(f"routewatch_{source}")
         .foreachBatch(store_writer(settings.store_url, job, settings.retention_ms))
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
         .start()
     )
+    listener.query_id = str(query.id)
+    return query
 
 
 def start_spool_stream(

@@ -48,6 +48,8 @@ def store_writer(
                     store[0].prune(retention_ms)
                 return
             except StoreUnavailableError as exc:
+                if store:  # reconnect next time: a PostgreSQL connection may not survive
+                    store.pop().close()
                 if time.monotonic() > deadline:
                     raise
                 log.warning("%s Retrying in %.1f s.", exc, delay)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.kafka import API_VERSION, KafkaBroker, running_broker
+from tests.support.postgres import Postgres, running_postgres
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +30,13 @@ def kafka_broker() -> Iterator[KafkaBroker]:
     """A real Apache Kafka 0.9.0.1 broker with ZooKeeper on free 127.0.0.1 ports."""
     with running_broker() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
+    """A real PostgreSQL server on a free 127.0.0.1 port; ``routewatch`` is trusted there."""
+    with running_postgres(tmp_path_factory.mktemp("postgres")) as server:
+        yield server
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The store: current alerts, the alert change log, route intervals, brokers, quarantine,
-counters and the job's progress. SQLite (WAL) by default.
+counters and the job's progress. SQLite (WAL) by default; PostgreSQL for production
+(``postgresql://`` URLs, see :mod:`routewatch.store.postgres`).
 
 The streaming job writes each micro-batch's changes in one transaction keyed by ``(job,
 batch_id)``: a batch replayed after a restart from the checkpoint is recognised and skipped, so
@@ -19,6 +20,7 @@ from typing import Any
 import orjson
 
 from routewatch.errors import RoutewatchError
+from routewatch.store.postgres import MIGRATION_LOCK, PgConnection, pg_script, redacted
 from routewatch.store.schema import MIGRATIONS
 
 __all__ = ["ChangeRow", "Store", "StoreUnavailableError", "open_store"]
@@ -39,6 +41,12 @@ class ChangeRow:
     payload: str
 
 
+# A connection: ``sqlite3.Connection`` or :class:`PgConnection` (the methods the store uses).
+Connection = Any
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -47,11 +55,20 @@ class Store:
     """One connection to the store; not shared between threads."""
 
     def __init__(self, url: str, *, readonly: bool = False, timeout_s: float = 30.0) -> None:
+        self.postgres = url.startswith(POSTGRES_SCHEMES)
+        self.db: Connection
+        if self.postgres:
+            self._open_postgres(url, readonly, timeout_s)
+            return
         if not url.startswith("sqlite:///"):
             raise RoutewatchError(
-                f"the store URL {url} is not supported yet: use sqlite:///<absolute path>."
+                f"the store URL {url} is not supported: use sqlite:///<absolute path> or "
+                "postgresql://user@host:port/database."
             )
-        self.path = Path(url.removeprefix("sqlite:///"))
+        self.path: Path | None = Path(url.removeprefix("sqlite:///"))
+        self.where = str(self.path)
+        # errors that mean "the store is busy or unreachable, try again", as opposed to bugs
+        self.unavailable: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
@@ -63,17 +80,44 @@ class Store:
             raise StoreUnavailableError(f"cannot open the store at {self.path}: {exc}.") from None
         self.db.row_factory = sqlite3.Row
 
+    def _open_postgres(self, url: str, readonly: bool, timeout_s: float) -> None:
+        import psycopg
+
+        self.path = None
+        self.where = redacted(url)
+        self.unavailable = (psycopg.OperationalError, psycopg.InterfaceError)
+        try:
+            self.db = PgConnection(url, readonly=readonly, timeout_s=timeout_s)
+        except self.unavailable as exc:
+            raise StoreUnavailableError(
+                f"cannot reach the store at {self.where}: {str(exc).strip()}."
+            ) from None
+
     def close(self) -> None:
-        self.db.close()
+        with contextlib.suppress(*self.unavailable):
+            self.db.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction holding the write lock (SQLite: ``BEGIN IMMEDIATE``). A busy store, or
+        (PostgreSQL) a connection lost on the way, raises :class:`StoreUnavailableError`."""
         try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailableError(f"the store at {self.path} is busy: {exc}.") from None
+            self.db.execute("BEGIN" if self.postgres else "BEGIN IMMEDIATE")
+        except self.unavailable as exc:
+            raise StoreUnavailableError(
+                f"the store at {self.where} is busy: {str(exc).strip()}."
+            ) from None
         try:
             yield self.db
+        except self.unavailable as exc:
+            if not self.postgres:
+                self.db.execute("ROLLBACK")
+                raise
+            with contextlib.suppress(*self.unavailable):
+                self.db.execute("ROLLBACK")
+            raise StoreUnavailableError(
+                f"the store at {self.where} went away: {str(exc).strip()}."
+            ) from None
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
@@ -85,11 +129,15 @@ class Store:
     def migrate(self) -> int:
         """Apply the migrations not applied yet; returns the schema version."""
         with self.transaction() as db:
+            if self.postgres:  # two processes migrating at once wait for each other
+                db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)")
             done = {r[0] for r in db.execute("SELECT version FROM schema_version")}
             for version, script in MIGRATIONS:
                 if version in done:
                     continue
+                if self.postgres:
+                    script = pg_script(script)
                 for statement in filter(str.strip, script.split(";")):
                     db.execute(statement)
                 db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
@@ -197,7 +245,7 @@ class Store:
         return [dict(r) for r in self.db.execute("SELECT * FROM clusters ORDER BY cluster")]
 
 
-def _alert(row: sqlite3.Row) -> dict[str, Any]:
+def _alert(row: Any) -> dict[str, Any]:
     out = dict(row)
     out["evidence"] = orjson.loads(out["evidence"])
     return out
@@ -223,7 +271,7 @@ _ALERT_COLUMNS = (
 )
 
 
-def _write_alert(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+def _write_alert(db: Connection, row: ChangeRow, now: int) -> None:
     alert = orjson.loads(row.payload)
     found = db.execute("SELECT detected_at FROM alerts WHERE id = ?", (alert["id"],)).fetchone()
     alert["detected_at"] = found[0] if found else now
@@ -247,7 +295,7 @@ def _write_alert(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
     )
 
 
-def _write_route(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+def _write_route(db: Connection, row: ChangeRow, now: int) -> None:
     topic, namesrv, broker, broker_id = orjson.loads(row.key)
     config = orjson.loads(row.payload)
     key = (row.cluster, topic, namesrv, broker, broker_id)
@@ -265,7 +313,7 @@ def _write_route(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
         )
 
 
-def _write_broker(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+def _write_broker(db: Connection, row: ChangeRow, now: int) -> None:
     namesrv, broker, broker_id = orjson.loads(row.key)
     s = orjson.loads(row.payload)
     db.execute(
@@ -289,7 +337,7 @@ def _write_broker(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
     )
 
 
-def _add_counter(db: sqlite3.Connection, name: str, label: str, cluster: str, value: int) -> None:
+def _add_counter(db: Connection, name: str, label: str, cluster: str, value: int) -> None:
     db.execute(
         "INSERT INTO counters (name, label, cluster, value) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (name, label, cluster) DO UPDATE SET value = counters.value + excluded.value",
@@ -297,12 +345,12 @@ def _add_counter(db: sqlite3.Connection, name: str, label: str, cluster: str, va
     )
 
 
-def _write_count(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+def _write_count(db: Connection, row: ChangeRow, now: int) -> None:
     name, label = row.key.split("|", 1)
     _add_counter(db, name, label, row.cluster or "", int(row.payload))
 
 
-def _write_quarantine(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+def _write_quarantine(db: Connection, row: ChangeRow, now: int) -> None:
     p = orjson.loads(row.payload)
     reason = p.get("reason", "late")
     db.execute(
@@ -313,7 +361,7 @@ def _write_quarantine(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
         _add_counter(db, "quarantined", reason, row.cluster or "", 1)
 
 
-def _write_clock(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+def _write_clock(db: Connection, row: ChangeRow, now: int) -> None:
     clock = orjson.loads(row.payload)
     db.execute(
         "INSERT INTO clusters (cluster, stream_time, max_received, held, updated_at) "
@@ -324,7 +372,7 @@ def _write_clock(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
     )
 
 
-def _write_topic(db: sqlite3.Connection, row: ChangeRow, now: int) -> None:
+def _write_topic(db: Connection, row: ChangeRow, now: int) -> None:
     db.execute(
         "INSERT INTO topics (cluster, topic, auto_created_at) VALUES (?, ?, ?) "
         "ON CONFLICT (cluster, topic) DO UPDATE SET auto_created_at = excluded.auto_created_at",

@@ -1,7 +1,9 @@
-"""The store against a real SQLite database in a temporary directory."""
+"""The store against a real SQLite database in a temporary directory, and against a real
+PostgreSQL server (a database of its own per test): the same behaviour from both."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import orjson
@@ -10,9 +12,18 @@ import pytest
 from routewatch.store import ChangeRow, Store, open_store
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'rw.db'}"
+    server = request.getfixturevalue("postgres")
+    url: str = server.create_database(f"store_{uuid.uuid4().hex[:12]}")
+    return url
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return open_store(f"sqlite:///{tmp_path / 'rw.db'}")
+def store(store_url: str) -> Store:
+    return open_store(store_url)
 
 
 def _alert(state: str = "open", updated_at: int = 10, resolved_at: int | None = None) -> ChangeRow:
@@ -44,10 +55,9 @@ def _route(at: int, config: list[int] | None) -> ChangeRow:
     )
 
 
-def test_migrations_are_applied_once(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'rw.db'}"
-    first = open_store(url)
-    again = open_store(url)
+def test_migrations_are_applied_once(store_url: str) -> None:
+    first = open_store(store_url)
+    again = open_store(store_url)
 
     assert first.migrate() == again.migrate() == 2
     assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2]

@@ -28,7 +28,9 @@ def _logged(store: Store) -> list[tuple[Any, ...]]:
         record = orjson.loads(alert)
         record.pop("detected_at", None)
         out.append((alert_id, change, at, orjson.dumps(record, option=orjson.OPT_SORT_KEYS)))
-    return out
+    # each alert's versions in log order; how the versions of different alerts (and clusters)
+    # interleave follows batch boundaries, which restarts may move
+    return sorted(out, key=lambda row: str(row[0]))
 
 
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
