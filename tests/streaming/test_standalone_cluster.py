@@ -1,0 +1,86 @@
+"""Production mode's Spark: ``routewatch stream`` submitted to a standalone cluster (a master and
+two workers on 127.0.0.1) gets the same alerts as the job in local mode."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from emitter.scenarios import SCENARIOS
+from emitter.trace import write_trace
+from routewatch.events import Event
+from routewatch.settings import load
+from routewatch.store import StoreUnavailableError, open_store
+from streaming.jobs import evaluate_traces
+from streaming.settings import StreamingSettings
+from tests.support.processes import start_routewatch, stop, wait_for
+from tests.support.spark_cluster import running_cluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+CLUSTERS = {"Demo": "demo-mixed", "Diverging": "namesrv-registration-lost"}
+
+
+def _events() -> Iterator[Event]:
+    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
+        for event in SCENARIOS[name].run(seed=seed):
+            yield dataclasses.replace(event, cluster=cluster)
+
+    streams = [on_cluster(c, n, seed) for seed, (c, n) in enumerate(CLUSTERS.items(), start=5)]
+    return heapq.merge(*streams, key=lambda e: e.ts)
+
+
+def _identity(alerts: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    keys = ("id", "kind", "severity", "state", "cluster", "topic", "broker", "cause")
+    times = ("opened_at", "updated_at", "resolved_at", "summary")
+    return sorted(tuple(a[k] for k in keys + times) for a in alerts)
+
+
+def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    write_trace(_events(), trace)
+    local = load(StreamingSettings, data_dir=tmp_path / "local")
+    (reference,) = evaluate_traces(spark, [trace], local).values()
+    expected = _identity(reference)
+    assert {a[1] for a in expected} >= {"BROKER_EXPIRED", "NAMESRV_DIVERGENCE"}
+
+    root = tmp_path / "cluster-job"
+    (root / "spool").mkdir(parents=True)
+    os.replace(trace, root / "spool" / "trace.jsonl")
+    with running_cluster(tmp_path / "spark") as cluster:
+        env = {
+            **os.environ,
+            "ROUTEWATCH_DATA_DIR": str(root),
+            "ROUTEWATCH_SPARK_MASTER": cluster.master_url,
+        }
+        job = start_routewatch(["stream", "--source", "spool"], env, root / "stream.log")
+        try:
+
+            def same_alerts() -> bool:
+                assert job.poll() is None, (root / "stream.log").read_text()[-3000:]
+                if not (root / "routewatch.db").exists():
+                    return False
+                try:
+                    store = open_store(f"sqlite:///{root / 'routewatch.db'}", readonly=True)
+                except StoreUnavailableError:
+                    return False
+                try:
+                    return _identity(store.alerts()) == expected
+                finally:
+                    store.close()
+
+            wait_for(same_alerts, 300, "the cluster job storing local mode's alerts", interval=1)
+            apps = cluster.state()["activeapps"]
+            assert [a["name"] for a in apps] == ["routewatch-stream"]
+            assert apps[0]["cores"] == 2  # one executor on each worker
+        finally:
+            stop(job, 120)
