@@ -60,7 +60,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     for path in args.traces:
         check_readable(path)  # before starting Spark
 
-    spark = spark_session(settings.spark_master, "routewatch-evaluate", settings.spark_conf())
+    spark = spark_session(settings.session_master(), "routewatch-evaluate", settings.spark_conf())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         results = evaluate_traces(spark, list(args.traces), settings)

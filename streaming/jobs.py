@@ -196,7 +196,7 @@ def start_spool_stream(
 
 def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
-    spark = spark_session(settings.spark_master, "routewatch-stream", settings.spark_conf())
+    spark = spark_session(settings.session_master(), "routewatch-stream", settings.spark_conf())
     spark.sparkContext.setLogLevel("WARN")
     query = start_stream(spark, settings, source)
     stopping: list[int] = []

@@ -27,16 +27,21 @@ BASE_CONF: Mapping[str, str] = {
 
 
 def spark_session(
-    master: str = "local[2]", app_name: str = "routewatch", conf: Mapping[str, str] | None = None
+    master: str | None = "local[2]",
+    app_name: str = "routewatch",
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """A Spark session with routewatch's base settings, plus ``conf``.
+    """A Spark session with routewatch's base settings, plus ``conf``; ``master`` None leaves
+    the master to ``spark-submit``.
 
     Python workers run on this interpreter unless ``PYSPARK_PYTHON`` says otherwise.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
     for key, value in {**BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

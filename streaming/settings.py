@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from pydantic import Field
@@ -34,6 +35,11 @@ class StreamingSettings(Settings):
         description="Maven coordinates Spark fetches at start (spark.jars.packages), e.g. "
         "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0 for Spark's own Kafka source.",
     )
+    spark_driver_host: str = Field(
+        default="127.0.0.1",
+        description="Address the driver binds to and executors reach it at; on a cluster of "
+        "several hosts, an address of this host the workers can reach.",
+    )
     retention_days: float = Field(
         default=30.0,
         gt=0,
@@ -58,9 +64,23 @@ class StreamingSettings(Settings):
         default=None, gt=0, description="Cap on Kafka records per micro-batch (none by default)."
     )
 
+    def session_master(self) -> str | None:
+        """The master to give the session: none when ``spark-submit`` started this driver (its
+        ``--master`` wins) unless ROUTEWATCH_SPARK_MASTER is set."""
+        submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # pyspark's driver under spark-submit
+        if submitted and "spark_master" not in self.model_fields_set:
+            return None
+        return self.spark_master
+
     def spark_conf(self) -> dict[str, str]:
         """Spark settings that come from routewatch's."""
-        return {"spark.jars.packages": self.spark_packages} if self.spark_packages else {}
+        conf = {
+            "spark.driver.host": self.spark_driver_host,
+            "spark.driver.bindAddress": self.spark_driver_host,
+        }
+        if self.spark_packages:
+            conf["spark.jars.packages"] = self.spark_packages
+        return conf
 
     @property
     def lateness_ms(self) -> int:

@@ -1,11 +1,16 @@
-"""Production mode's Spark: ``routewatch stream`` submitted to a standalone cluster (a master and
-two workers on 127.0.0.1) gets the same alerts as the job in local mode."""
+"""Production mode's Spark: the stream job on a standalone cluster (a master and two workers on
+127.0.0.1) gets the same alerts as the job in local mode — started as ``routewatch stream`` with
+ROUTEWATCH_SPARK_MASTER, and submitted with ``spark-submit`` as the README says."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import heapq
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +18,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+import routewatch.cli
 from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.events import Event
@@ -21,7 +27,7 @@ from routewatch.store import StoreUnavailableError, open_store
 from streaming.jobs import evaluate_traces
 from streaming.settings import StreamingSettings
 from tests.support.processes import start_routewatch, stop, wait_for
-from tests.support.spark_cluster import running_cluster
+from tests.support.spark_cluster import SPARK_HOME, SparkCluster, running_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -43,8 +49,35 @@ def _identity(alerts: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted(tuple(a[k] for k in keys + times) for a in alerts)
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    with running_cluster(tmp_path_factory.mktemp("spark-cluster")) as running:
+        yield running
+
+
+def _spark_submit(cluster: SparkCluster, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """The README's spark-submit line (without --packages: the spool needs no connector). In a
+    session of its own: spark-submit's JVM starts the Python driver as its child."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [
+                str(SPARK_HOME / "bin" / "spark-submit"),
+                *("--master", cluster.master_url),
+                *("--conf", f"spark.pyspark.python={sys.executable}"),
+                *("--conf", f"spark.pyspark.driver.python={sys.executable}"),
+                routewatch.cli.__file__,
+                *("stream", "--source", "spool"),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+@pytest.mark.parametrize("launch", ["routewatch", "spark-submit"])
 def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, cluster: SparkCluster, tmp_path: Path, launch: str
 ) -> None:
     trace = tmp_path / "trace.jsonl"
     write_trace(_events(), trace)
@@ -56,31 +89,33 @@ def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
     root = tmp_path / "cluster-job"
     (root / "spool").mkdir(parents=True)
     os.replace(trace, root / "spool" / "trace.jsonl")
-    with running_cluster(tmp_path / "spark") as cluster:
-        env = {
-            **os.environ,
-            "ROUTEWATCH_DATA_DIR": str(root),
-            "ROUTEWATCH_SPARK_MASTER": cluster.master_url,
-        }
+    env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(root)}
+    if launch == "routewatch":
+        env["ROUTEWATCH_SPARK_MASTER"] = cluster.master_url
         job = start_routewatch(["stream", "--source", "spool"], env, root / "stream.log")
-        try:
+    else:
+        job = _spark_submit(cluster, env, root / "stream.log")
+    try:
 
-            def same_alerts() -> bool:
-                assert job.poll() is None, (root / "stream.log").read_text()[-3000:]
-                if not (root / "routewatch.db").exists():
-                    return False
-                try:
-                    store = open_store(f"sqlite:///{root / 'routewatch.db'}", readonly=True)
-                except StoreUnavailableError:
-                    return False
-                try:
-                    return _identity(store.alerts()) == expected
-                finally:
-                    store.close()
+        def same_alerts() -> bool:
+            assert job.poll() is None, (root / "stream.log").read_text()[-3000:]
+            if not (root / "routewatch.db").exists():
+                return False
+            try:
+                store = open_store(f"sqlite:///{root / 'routewatch.db'}", readonly=True)
+            except StoreUnavailableError:
+                return False
+            try:
+                return _identity(store.alerts()) == expected
+            finally:
+                store.close()
 
-            wait_for(same_alerts, 300, "the cluster job storing local mode's alerts", interval=1)
-            apps = cluster.state()["activeapps"]
-            assert [a["name"] for a in apps] == ["routewatch-stream"]
-            assert apps[0]["cores"] == 2  # one executor on each worker
-        finally:
-            stop(job, 120)
+        wait_for(same_alerts, 300, "the cluster job storing local mode's alerts", interval=1)
+        apps = cluster.state()["activeapps"]
+        assert [a["name"] for a in apps] == ["routewatch-stream"]
+        assert apps[0]["cores"] == 2  # one executor on each worker
+    finally:
+        if launch == "spark-submit":  # the JVM and the Python driver it started
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.pid, signal.SIGTERM)
+        stop(job, 120)

@@ -1,0 +1,26 @@
+"""The job's Spark settings: which master the session gets, and the driver's address."""
+
+from __future__ import annotations
+
+import pytest
+
+from routewatch.settings import load
+from streaming.settings import StreamingSettings
+
+
+def test_spark_submit_chooses_the_master_unless_routewatch_is_told_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load(StreamingSettings).session_master() == "local[2]"
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # how pyspark runs under spark-submit
+    assert load(StreamingSettings).session_master() is None
+    monkeypatch.setenv("ROUTEWATCH_SPARK_MASTER", "spark://127.0.0.1:7077")
+    assert load(StreamingSettings).session_master() == "spark://127.0.0.1:7077"
+
+
+def test_the_driver_binds_where_executors_reach_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load(StreamingSettings).spark_conf()["spark.driver.host"] == "127.0.0.1"
+    monkeypatch.setenv("ROUTEWATCH_SPARK_DRIVER_HOST", "10.0.0.5")
+    conf = load(StreamingSettings).spark_conf()
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "10.0.0.5"
+    assert "spark.jars.packages" not in conf
