@@ -10,7 +10,9 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
@@ -24,6 +26,7 @@ from routewatch.settings import load
 from routewatch.store import open_store
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
+from tests.support.kafka import API_VERSION, KafkaBroker
 from tests.support.postgres import Postgres
 from tests.support.processes import wait_for
 from tests.support.stores import snapshot
@@ -49,29 +52,57 @@ def _publish(spool: Path, name: str, lines: list[bytes]) -> None:
     os.replace(staged, spool / name)
 
 
-def _run(spark: SparkSession, settings: StreamingSettings) -> None:
-    query = start_stream(spark, settings, "spool")
+def _run(spark: SparkSession, settings: StreamingSettings, source: str = "spool") -> None:
+    query = start_stream(spark, settings, source)
     try:
         query.processAllAvailable()
     finally:
         query.stop()
 
 
+def _produce(broker: KafkaBroker, topic: str, lines: list[bytes]) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap, api_version=API_VERSION, acks="all"
+    )
+    try:
+        for line in lines:
+            producer.send(topic, value=line, key=orjson.loads(line)["cluster"].encode())
+        producer.flush(60)
+    finally:
+        producer.close()
+
+
 def _settings(root: Path, spool: Path, **extra: object) -> StreamingSettings:
     return load(StreamingSettings, data_dir=root, spool_dir=spool, trigger_interval_s=0.2, **extra)
 
 
+@pytest.mark.parametrize("source", ["spool", pytest.param("kafka", marks=pytest.mark.kafka)])
 def test_the_job_stores_in_postgresql_what_it_stores_in_sqlite(
-    spark: SparkSession, postgres: Postgres, tmp_path: Path
+    spark: SparkSession, postgres: Postgres, tmp_path: Path, source: str, request: Any
 ) -> None:
     spool = tmp_path / "spool"
-    _publish(spool, "part-1.jsonl", _lines())
-    lite = _settings(tmp_path / "sqlite", spool)
+    extra: dict[str, object] = {}
+    if source == "spool":
+        _publish(spool, "part-1.jsonl", _lines())
+    else:  # production mode's transport
+        broker: KafkaBroker = request.getfixturevalue("kafka_broker")
+        topic = f"pg.{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, partitions=2)
+        _produce(broker, topic, _lines())
+        extra = {
+            "kafka_bootstrap": broker.bootstrap,
+            "kafka_topic": topic,
+            "kafka_api_version": "0.9",
+            "kafka_source": "python",
+        }
+    lite = _settings(tmp_path / "sqlite", spool, **extra)
     pg_url = postgres.create_database(f"job_{uuid.uuid4().hex[:12]}")
-    pg = _settings(tmp_path / "pg", spool, store_url=pg_url)
+    pg = _settings(tmp_path / "pg", spool, store_url=pg_url, **extra)
 
-    _run(spark, lite)
-    _run(spark, pg)
+    _run(spark, lite, source)
+    _run(spark, pg, source)
 
     expected = snapshot(open_store(lite.store_url))
     got = snapshot(open_store(pg_url))
