@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from routewatch.store import Store, StoreUnavailableError
-from routewatch.store.postgres import redacted
+from routewatch.store.postgres import one_line, redacted
 from routewatch.store.store import POSTGRES_SCHEMES
 
 __all__ = ["StoreAccess", "is_busy"]
@@ -22,7 +22,8 @@ __all__ = ["StoreAccess", "is_busy"]
 
 def is_busy(exc: sqlite3.Error) -> bool:
     """SQLite gave up waiting for a lock that another connection holds (SQLITE_BUSY/LOCKED)."""
-    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    code = getattr(exc, "sqlite_errorcode", 0)
+    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 class StoreAccess:
@@ -71,7 +72,7 @@ class StoreAccess:
             raise self.busy(exc) from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise StoreUnavailableError(
-                f"the store at {self.where} cannot be read: {str(exc).strip()}."
+                f"the store at {self.where} cannot be read: {one_line(exc)}."
             ) from None
 
     def open_writable(self, timeout_s: float = 5.0) -> Store:

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 
 from api.access import StoreAccess, is_busy
 from routewatch.store import StoreUnavailableError
+from routewatch.store.postgres import one_line
 
 __all__ = ["install_problem_handlers", "problem"]
 
@@ -74,9 +75,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         """PostgreSQL went away during a request: the store is briefly unavailable (503)."""
         access: StoreAccess = request.app.state.store_access
         return _unavailable(
-            StoreUnavailableError(
-                f"the store at {access.where} cannot be read: {' '.join(str(exc).split())}"
-            )
+            StoreUnavailableError(f"the store at {access.where} cannot be read: {one_line(exc)}")
         )
 
     @app.exception_handler(sqlite3.OperationalError)

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -79,21 +80,22 @@ class _Children:
                     "again."
                 )
 
-    def stop(self) -> str:
-        stopped = []
-        for name, proc in reversed(self.started):
+    def stop(self, grace_s: float = 60.0) -> str:
+        """SIGTERM every child at once, wait for all against one deadline, SIGKILL what is left."""
+        for _, proc in self.started:
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
-            stopped.append(f"{name} (PID {proc.pid})")
+        deadline = time.monotonic() + grace_s
+        for _, proc in self.started:
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
         for f in self._files:
             f.close()
-        return ", ".join(reversed(stopped))
+        return ", ".join(f"{name} (PID {proc.pid})" for name, proc in self.started)
 
 
 def _api_up(url: str) -> bool:
@@ -121,18 +123,34 @@ def _fresh(root: Path) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Ctrl-C and SIGTERM only set a flag, from the start to the end (stopping included): every
+    # loop looks at it, and a second signal cannot cut the stop short and leave children behind.
+    stopping: list[int] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _demo(args, stopping)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
     settings = load(Settings)
     root = settings.data_dir / "demo"
     _fresh(root)
-    env = {
-        **os.environ,
-        "ROUTEWATCH_DATA_DIR": str(root),
-        "ROUTEWATCH_API_HOST": "127.0.0.1",
-        "ROUTEWATCH_API_PORT": str(args.port),
-        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-    }
-    for name in ("ROUTEWATCH_STORE_URL", "ROUTEWATCH_SPOOL_DIR"):
-        env.pop(name, None)  # the demo keeps everything in its own directory
+    # embedded defaults: none of the caller's ROUTEWATCH_* settings (a production store, Spark
+    # master or Kafka) reaches the demo's processes
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEWATCH_")}
+    env.update(
+        ROUTEWATCH_DATA_DIR=str(root),
+        ROUTEWATCH_API_HOST="127.0.0.1",
+        ROUTEWATCH_API_PORT=str(args.port),
+        PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable),
+    )
     url = f"http://127.0.0.1:{args.port}"
     trace = root / f"{SCENARIO}.jsonl"
     simulated = subprocess.run(
@@ -144,16 +162,16 @@ def _run(args: argparse.Namespace) -> int:
         capture_output=True,
         text=True,
     )
+    if stopping:
+        return 0
     if simulated.returncode != 0:
-        raise RoutewatchError(f"simulating {SCENARIO} failed: {simulated.stderr.strip()}")
+        print(simulated.stderr, file=sys.stderr)
+        raise RoutewatchError(
+            f"simulating {SCENARIO} failed with status {simulated.returncode} (its output is "
+            "above); fix what it names and run the demo again."
+        )
 
     children = _Children(root)
-    stopping: list[int] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.append(signum)
-
-    previous = signal.signal(signal.SIGTERM, on_signal)
     print(f"==> demo data directory: {root} (emptied; logs: stream.log, api.log, replay.log)")
     try:
         stream = children.start("stream", ["stream", "--source", "spool"], env)
@@ -161,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
         api = children.start("api", ["api"], env)
         print(f"==> API started (PID {api.pid}): {url}/docs")
         deadline = time.monotonic() + STARTUP_S
-        while not _api_up(url):
+        while not stopping and not _api_up(url):
             children.check()
             if time.monotonic() > deadline:
                 raise RoutewatchError(
@@ -169,6 +187,8 @@ def _run(args: argparse.Namespace) -> int:
                     f"{root / 'api.log'}, or pick a free port with --port."
                 )
             time.sleep(0.2)
+        if stopping:
+            return 0
         print(f"    open alerts:  curl -s '{url}/alerts?state=open'")
         print(f"    live changes: curl -sN {url}/alerts/stream")
         print(f"    metrics:      curl -s {url}/metrics")
@@ -186,11 +206,9 @@ def _run(args: argparse.Namespace) -> int:
         )
         print("==> alerts as they open and resolve (Ctrl-C stops everything):")
         _watch(children, root, replay, stopping)
-    except KeyboardInterrupt:
-        pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        print(f"==> stopped {children.stop()}; the demo's data stays in {root}")
+        print(f"==> stopping {len(children.started)} process(es)...", flush=True)
+        print(f"==> stopped {children.stop()}; the demo's data stays in {root}", flush=True)
     return 0
 
 
@@ -214,8 +232,8 @@ def _watch(
                     batches = int(store.db.execute("SELECT COUNT(*) FROM batches").fetchone()[0])
                 finally:
                     store.close()
-            except StoreUnavailableError:
-                pass
+            except (StoreUnavailableError, sqlite3.Error):
+                pass  # not created or migrated yet, or busy: next second
         for alert in alerts:
             version = (alert["state"], alert["updated_at"])
             if shown.get(alert["id"], ("", 0))[0] != alert["state"]:

@@ -15,6 +15,7 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from routewatch.errors import RoutewatchError
+from routewatch.store.postgres import redacted
 
 __all__ = ["ENV_PREFIX", "Settings", "SettingsError", "default_data_dir", "load"]
 
@@ -87,7 +88,7 @@ class Settings(BaseSettings):
             return value
         raise ValueError(
             f"ROUTEWATCH_STORE_URL must be sqlite:///<absolute path> or postgresql://..., "
-            f"got '{value}'"
+            f"got '{redacted(value)}'"
         )
 
     @field_validator("spool_dir")

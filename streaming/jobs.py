@@ -17,7 +17,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from routewatch.errors import RoutewatchError
-from routewatch.store import StoreUnavailableError, open_store
+from routewatch.store import Store, StoreUnavailableError, open_store
 from streaming.kafka_source import KafkaDataSource
 from streaming.pipeline import changes, file_lines, kafka_lines
 from streaming.session import spark_session
@@ -86,7 +86,7 @@ class _ProgressLog(StreamingQueryListener):
         self.query_id: str | None = None
 
     def _mine(self, query_id: Any) -> bool:
-        return self.query_id is None or str(query_id) == self.query_id
+        return self.query_id is not None and str(query_id) == self.query_id
 
     def onQueryStarted(self, event: Any) -> None:
         if self._mine(event.id):
@@ -98,7 +98,7 @@ class _ProgressLog(StreamingQueryListener):
             return
         duration = int(p.durationMs.get("triggerExecution", 0))
         try:
-            store = open_store(self.store_url)
+            store = Store(self.store_url)  # the job migrated it at start
             try:
                 store.record_progress(self.job, p.batchId, p.numInputRows, duration)
                 times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]

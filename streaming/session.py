@@ -21,8 +21,6 @@ BASE_CONF: Mapping[str, str] = {
     # Commit a small changelog per batch instead of uploading a state snapshot every time.
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
 }
 
 

@@ -73,11 +73,13 @@ class StreamingSettings(Settings):
         return self.spark_master
 
     def spark_conf(self) -> dict[str, str]:
-        """Spark settings that come from routewatch's."""
-        conf = {
-            "spark.driver.host": self.spark_driver_host,
-            "spark.driver.bindAddress": self.spark_driver_host,
-        }
+        """Spark settings that come from routewatch's (under ``spark-submit``, the driver's
+        address only when ROUTEWATCH_SPARK_DRIVER_HOST is set: its --conf may give one)."""
+        conf: dict[str, str] = {}
+        submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+        if not submitted or "spark_driver_host" in self.model_fields_set:
+            conf["spark.driver.host"] = self.spark_driver_host
+            conf["spark.driver.bindAddress"] = self.spark_driver_host
         if self.spark_packages:
             conf["spark.jars.packages"] = self.spark_packages
         return conf

@@ -52,7 +52,7 @@ def store_writer(
                     store.pop().close()
                 if time.monotonic() > deadline:
                     raise
-                log.warning("%s Retrying in %.1f s.", exc, delay)
+                log.warning("%s; retrying in %.1f s.", str(exc).rstrip("."), delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
 

@@ -20,7 +20,14 @@ from typing import Any
 import orjson
 
 from routewatch.errors import RoutewatchError
-from routewatch.store.postgres import MIGRATION_LOCK, PgConnection, pg_script, redacted
+from routewatch.store.postgres import (
+    MIGRATION_LOCK,
+    WRITE_LOCK,
+    PgConnection,
+    one_line,
+    pg_script,
+    redacted,
+)
 from routewatch.store.schema import MIGRATIONS
 
 __all__ = ["ChangeRow", "Store", "StoreUnavailableError", "open_store"]
@@ -62,8 +69,8 @@ class Store:
             return
         if not url.startswith("sqlite:///"):
             raise RoutewatchError(
-                f"the store URL {url} is not supported: use sqlite:///<absolute path> or "
-                "postgresql://user@host:port/database."
+                f"the store URL {redacted(url)} is not supported: use sqlite:///<absolute path> "
+                "or postgresql://user@host:port/database."
             )
         self.path: Path | None = Path(url.removeprefix("sqlite:///"))
         self.where = str(self.path)
@@ -90,39 +97,50 @@ class Store:
             self.db = PgConnection(url, readonly=readonly, timeout_s=timeout_s)
         except self.unavailable as exc:
             raise StoreUnavailableError(
-                f"cannot reach the store at {self.where}: {str(exc).strip()}."
+                f"cannot reach the store at {self.where}: {one_line(exc)}."
             ) from None
 
     def close(self) -> None:
         with contextlib.suppress(*self.unavailable):
             self.db.close()
 
+    def _rollback(self) -> None:
+        """Roll back what is open; a rollback that fails (the connection is gone, or SQLite
+        already rolled back) must not hide the error that led here."""
+        with contextlib.suppress(*self.unavailable):
+            self.db.execute("ROLLBACK")
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """One transaction holding the write lock (SQLite: ``BEGIN IMMEDIATE``). A busy store, or
-        (PostgreSQL) a connection lost on the way, raises :class:`StoreUnavailableError`."""
+        """One transaction holding the store's write lock (SQLite: ``BEGIN IMMEDIATE``;
+        PostgreSQL: an advisory lock, so that writers queue as on SQLite). A busy store, or a
+        PostgreSQL connection lost on the way (commit included), raises
+        :class:`StoreUnavailableError`; the batch can then be written again whole."""
         try:
-            self.db.execute("BEGIN" if self.postgres else "BEGIN IMMEDIATE")
+            if self.postgres:
+                self.db.execute("BEGIN")
+                self.db.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+            else:
+                self.db.execute("BEGIN IMMEDIATE")
         except self.unavailable as exc:
+            self._rollback()
+            state = "is busy or unreachable" if self.postgres else "is busy"
             raise StoreUnavailableError(
-                f"the store at {self.where} is busy: {str(exc).strip()}."
+                f"the store at {self.where} {state}: {one_line(exc)}."
             ) from None
         try:
             yield self.db
+            self.db.execute("COMMIT")
         except self.unavailable as exc:
+            self._rollback()
             if not self.postgres:
-                self.db.execute("ROLLBACK")
-                raise
-            with contextlib.suppress(*self.unavailable):
-                self.db.execute("ROLLBACK")
+                raise  # SQLite holds the write lock: this is not a lock wait, but a fault
             raise StoreUnavailableError(
-                f"the store at {self.where} went away: {str(exc).strip()}."
+                f"the store at {self.where} went away: {one_line(exc)}."
             ) from None
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
-        else:
-            self.db.execute("COMMIT")
 
     # -- schema ---------------------------------------------------------------------------------
 

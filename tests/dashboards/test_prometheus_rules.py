@@ -51,3 +51,4 @@ def test_a_broken_rule_unit_test_fails(tmp_path: object) -> None:
         timeout=120,
     )
     assert result.returncode != 0
+    assert "FAILED" in result.stdout + result.stderr  # an expectation failed, not the loading

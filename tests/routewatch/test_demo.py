@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import free_port, start_routewatch, stop, wait_for
+from tests.support.processes import free_port, group_alive, start_routewatch, stop, wait_for
 from tests.support.traces import expected, shape
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -29,7 +29,9 @@ def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
 ) -> None:
     port = free_port()
     env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)}
-    demo = start_routewatch(["demo", "--port", str(port)], env, tmp_path / "demo.out")
+    demo = start_routewatch(
+        ["demo", "--port", str(port)], env, tmp_path / "demo.out", new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     try:
 
@@ -51,8 +53,10 @@ def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
         ]
         assert len(pids) == 2  # the stream job and the API
 
-        demo.send_signal(signal.SIGINT)
+        os.killpg(demo.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
         assert demo.wait(120) == 0
+        # the demo, its children and theirs (Spark's JVM, Python workers): all gone
+        wait_for(lambda: not group_alive(demo.pid), 60, "every process of the demo ending")
     finally:
         stop(demo)
     text = (tmp_path / "demo.out").read_text()

@@ -144,7 +144,7 @@ def test_a_postgresql_outage_is_retried_and_the_job_catches_up(
             with caplog.at_level(logging.WARNING, logger="routewatch"):
                 _publish(spool, "part-2.jsonl", lines[half:])
                 wait_for(
-                    lambda: "Retrying in" in caplog.text,
+                    lambda: "; retrying in" in caplog.text,
                     120,
                     "the job retrying the store while PostgreSQL is down",
                     interval=0.2,

@@ -24,3 +24,12 @@ def test_the_driver_binds_where_executors_reach_it(monkeypatch: pytest.MonkeyPat
     conf = load(StreamingSettings).spark_conf()
     assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "10.0.0.5"
     assert "spark.jars.packages" not in conf
+
+
+def test_under_spark_submit_its_driver_address_stands_unless_routewatch_is_told_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")
+    assert "spark.driver.host" not in load(StreamingSettings).spark_conf()
+    monkeypatch.setenv("ROUTEWATCH_SPARK_DRIVER_HOST", "10.0.0.5")
+    assert load(StreamingSettings).spark_conf()["spark.driver.host"] == "10.0.0.5"

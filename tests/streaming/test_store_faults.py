@@ -52,7 +52,7 @@ def test_a_store_locked_by_another_writer_is_retried_and_the_job_catches_up(
         with caplog.at_level(logging.WARNING, logger="routewatch"):
             _publish(settings.spool_dir, "part-2.jsonl", lines[half:])
             wait_for(
-                lambda: "is busy: database is locked. Retrying in" in caplog.text,
+                lambda: "database is locked; retrying in" in caplog.text,
                 180,
                 "the job retrying the locked store",
                 interval=0.5,

@@ -47,15 +47,29 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
         proc.wait(timeout)
 
 
-def start_routewatch(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """``routewatch ARGV`` in this interpreter, its output (both streams) appended to ``log``."""
+def start_routewatch(
+    argv: list[str], env: dict[str, str], log: Path, *, new_session: bool = False
+) -> subprocess.Popen[bytes]:
+    """``routewatch ARGV`` in this interpreter, its output (both streams) appended to ``log``;
+    with ``new_session``, in a process group of its own (its PID is the group's id), so that it
+    and every process it starts (Spark's JVM, Python workers) can be signalled together."""
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "routewatch.cli", *argv],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=new_session,
         )
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of the group ``pgid`` exists."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def api_answers(url: str, proc: subprocess.Popen[bytes], log: Path) -> bool:
