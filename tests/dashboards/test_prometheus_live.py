@@ -4,8 +4,6 @@ and the critical alerting rules go pending or firing."""
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
 import os
 import subprocess
 import sys
@@ -19,15 +17,14 @@ import yaml
 from pyspark.sql import SparkSession
 
 from dashboards import DASHBOARD_FILE, RULES_FILE
-from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
-from routewatch.events import Event
 from routewatch.settings import load
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
 from tests.support import grafana
 from tests.support.processes import api_answers, free_port, start_routewatch, stop, wait_for
 from tests.support.prometheus import Prometheus, running_prometheus
+from tests.support.traces import on_clusters
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -82,12 +79,7 @@ FIRING = {
 
 
 def _mixed_trace(path: Path) -> int:
-    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
-        for event in SCENARIOS[name].run(seed=seed):
-            yield dataclasses.replace(event, cluster=cluster)
-
-    streams = [on_cluster(c, n, seed) for seed, (c, n) in enumerate(CLUSTERS.items(), start=1)]
-    return write_trace(heapq.merge(*streams, key=lambda e: e.ts), path)
+    return write_trace(on_clusters(CLUSTERS, first_seed=1), path)
 
 
 @pytest.fixture

@@ -10,18 +10,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import free_port, group_alive, start_routewatch, stop, wait_for
+from tests.support.processes import (
+    free_port,
+    group_alive,
+    pid_alive,
+    start_routewatch,
+    stop,
+    wait_for,
+)
 from tests.support.traces import expected, shape
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
@@ -61,4 +60,4 @@ def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
         stop(demo)
     text = (tmp_path / "demo.out").read_text()
     assert "==> stopped stream (PID" in text and "api (PID" in text and "replay (PID" in text
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(pid_alive(pid) for pid in pids)

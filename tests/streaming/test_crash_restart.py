@@ -13,23 +13,19 @@ every version of every alert), so the comparison is of the stored rows, not of t
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import heapq
 import os
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
-from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
 from routewatch.events import Event
 from routewatch.settings import load
@@ -40,6 +36,7 @@ from streaming.sink import job_name
 from tests.support.kafka import KafkaBroker
 from tests.support.processes import group_alive, start_routewatch, stop, wait_for
 from tests.support.stores import snapshot
+from tests.support.traces import on_clusters
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -51,12 +48,7 @@ CHUNK = 40  # events per spool file, and Kafka records per batch
 
 
 def _events() -> list[Event]:
-    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
-        for event in SCENARIOS[name].run(seed=seed):
-            yield dataclasses.replace(event, cluster=cluster)
-
-    streams = [on_cluster(c, n, seed) for seed, (c, n) in enumerate(CLUSTERS.items(), start=7)]
-    return list(heapq.merge(*streams, key=lambda e: e.ts))
+    return on_clusters(CLUSTERS, first_seed=7)
 
 
 def _publish_spool(spool: Path, lines: list[bytes]) -> int:

@@ -3,12 +3,9 @@ the API reads it, and a PostgreSQL outage is retried until the job catches up.""
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
 import logging
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +16,7 @@ from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from api import ApiSettings, create_app
-from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
-from routewatch.events import Event
 from routewatch.settings import load
 from routewatch.store import open_store
 from streaming.jobs import start_stream
@@ -30,6 +25,7 @@ from tests.support.kafka import API_VERSION, KafkaBroker
 from tests.support.postgres import Postgres
 from tests.support.processes import wait_for
 from tests.support.stores import snapshot
+from tests.support.traces import on_clusters
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -37,12 +33,7 @@ CLUSTERS = {"Demo": "demo-mixed", "Refusing": "restarted-auto-create-off-stale-t
 
 
 def _lines() -> list[bytes]:
-    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
-        for event in SCENARIOS[name].run(seed=seed):
-            yield dataclasses.replace(event, cluster=cluster)
-
-    streams = [on_cluster(c, n, seed) for seed, (c, n) in enumerate(CLUSTERS.items(), start=3)]
-    return [encode(e) for e in heapq.merge(*streams, key=lambda e: e.ts)]
+    return [encode(e) for e in on_clusters(CLUSTERS, first_seed=3)]
 
 
 def _publish(spool: Path, name: str, lines: list[bytes]) -> None:

@@ -5,8 +5,6 @@ ROUTEWATCH_SPARK_MASTER, and submitted with ``spark-submit`` as the README says.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import heapq
 import os
 import signal
 import subprocess
@@ -19,7 +17,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 import routewatch.cli
-from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.events import Event
 from routewatch.settings import load
@@ -28,19 +25,15 @@ from streaming.jobs import evaluate_traces
 from streaming.settings import StreamingSettings
 from tests.support.processes import start_routewatch, stop, wait_for
 from tests.support.spark_cluster import SPARK_HOME, SparkCluster, running_cluster
+from tests.support.traces import on_clusters
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 CLUSTERS = {"Demo": "demo-mixed", "Diverging": "namesrv-registration-lost"}
 
 
-def _events() -> Iterator[Event]:
-    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
-        for event in SCENARIOS[name].run(seed=seed):
-            yield dataclasses.replace(event, cluster=cluster)
-
-    streams = [on_cluster(c, n, seed) for seed, (c, n) in enumerate(CLUSTERS.items(), start=5)]
-    return heapq.merge(*streams, key=lambda e: e.ts)
+def _events() -> list[Event]:
+    return on_clusters(CLUSTERS, first_seed=5)
 
 
 def _identity(alerts: list[dict[str, Any]]) -> list[tuple[Any, ...]]:

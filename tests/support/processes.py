@@ -65,8 +65,17 @@ def start_routewatch(
 
 def group_alive(pgid: int) -> bool:
     """True while any process of the group ``pgid`` exists."""
+    return _signal_reaches(os.killpg, pgid)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process ``pid`` exists."""
+    return _signal_reaches(os.kill, pid)
+
+
+def _signal_reaches(send: Callable[[int, int], None], target: int) -> bool:
     try:
-        os.killpg(pgid, 0)
+        send(target, 0)  # signal 0: only whether the target exists
     except ProcessLookupError:
         return False
     return True
