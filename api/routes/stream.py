@@ -8,16 +8,21 @@ saw (no gap, no repeat).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
+import anyio.to_thread
 import orjson
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from api.deps import SQLITE_INT_MAX, AccessDep, reject_unknown_params
+from routewatch.store import StoreUnavailableError
 
 router = APIRouter(tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
+
+log = logging.getLogger("routewatch.api")
 
 POLL_S = 0.5
 KEEPALIVE_S = 15.0
@@ -52,16 +57,28 @@ async def alert_stream(
         start = 0
     access.open(timeout_s=2.0).close()  # 503 now if unreachable
 
+    def read(after_seq: int) -> list[dict[str, Any]] | None:
+        """The next log rows, read in a worker thread (the store's drivers block); None when
+        the store became unavailable, which ends the stream (the client reconnects)."""
+        try:
+            store = access.open(timeout_s=2.0)
+            try:
+                with access.reading():
+                    return store.alert_log(after=after_seq, limit=500)
+            finally:
+                store.close()
+        except StoreUnavailableError as exc:
+            log.warning("alert stream ended: %s", exc)
+            return None
+
     async def events() -> AsyncIterator[bytes]:
         seq = start
         idle = 0.0
         yield b"retry: 2000\n\n"
         while not await request.is_disconnected():
-            store = access.open(timeout_s=2.0)
-            try:
-                rows = store.alert_log(after=seq, limit=500)
-            finally:
-                store.close()
+            rows = await anyio.to_thread.run_sync(read, seq)
+            if rows is None:
+                return
             for row in rows:
                 seq = row["seq"]
                 data = orjson.dumps(row["alert"]).decode()
