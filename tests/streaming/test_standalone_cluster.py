@@ -23,7 +23,7 @@ from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
 from streaming.jobs import evaluate_traces
 from streaming.settings import StreamingSettings
-from tests.support.processes import start_routewatch, stop, wait_for
+from tests.support.processes import group_alive, start_routewatch, stop, wait_for
 from tests.support.spark_cluster import SPARK_HOME, SparkCluster, running_cluster
 from tests.support.traces import on_clusters
 
@@ -40,6 +40,11 @@ def _identity(alerts: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     keys = ("id", "kind", "severity", "state", "cluster", "topic", "broker", "cause")
     times = ("opened_at", "updated_at", "resolved_at", "summary")
     return sorted(tuple(a[k] for k in keys + times) for a in alerts)
+
+
+def _children(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
+    return [int(p) for p in found.stdout.split()]
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +113,16 @@ def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
         assert [a["name"] for a in apps] == ["routewatch-stream"]
         assert apps[0]["cores"] == 2  # one executor on each worker
     finally:
-        if launch == "spark-submit":  # the JVM and the Python driver it started
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(job.pid, signal.SIGTERM)
+        if launch == "spark-submit":
+            # stop the Python driver, as an operator does: spark-submit's JVM then exits with it
+            # (SIGTERM to the JVM instead leaves the driver waiting on a gateway that is gone)
+            for pid in _children(job.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
         stop(job, 120)
+        if launch == "spark-submit":
+            with contextlib.suppress(TimeoutError):
+                wait_for(lambda: not group_alive(job.pid), 120, "the submitted job ending")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.pid, signal.SIGKILL)  # nothing of it may outlive the test
+            assert not group_alive(job.pid)
