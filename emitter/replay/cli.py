@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import logging
 import sys
 import time
 from collections.abc import Iterator
@@ -91,6 +92,9 @@ def _sink(target: str, settings: EmitterSettings) -> Sink:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # the sink's retries are worth a line each; kafka-python's own connection chatter is not
+    logging.basicConfig(level=logging.WARNING, format="routewatch replay: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
     settings = load(EmitterSettings)
     speed = _speed(args.speed)
     bad: list[str] = []

@@ -81,8 +81,10 @@ def test_a_broker_restart_mid_stream_loses_nothing(
             return int(count.fetchone()[0]) >= n
 
         wait_for(lambda: batches_stored(3), 120, "the job storing its first batches")
+        # the broker goes down while the replay is writing (how long the replay then has left
+        # depends on how fast the job started; the restart's length is the broker's)
+        assert replay.poll() is None, "the replay ended before the broker went down"
         own_broker.restart_kafka()
-        assert replay.poll() is None, "the replay ended before the broker was back"
         assert query.isActive, query.exception()
 
         assert replay.wait(300) == 0, replay_log.read_text()

@@ -1,0 +1,95 @@
+"""The replayer's Kafka sink against the harness's real Apache Kafka 0.9 broker: keys, partitions
+and order as the default partitioner would have them, compression, and failures reported."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.partitioner.default import murmur2
+
+from emitter.replay import KafkaSink
+from routewatch.errors import RoutewatchError
+from tests.support.kafka import API_VERSION, KafkaBroker
+
+pytestmark = pytest.mark.kafka
+
+
+def _sink(broker: KafkaBroker, topic: str, **options: object) -> KafkaSink:
+    settings: dict[str, object] = {
+        "acks": "all",
+        "linger_ms": 5,
+        "batch_bytes": 4_000,  # many small batches per partition
+        "compression": "none",
+        "retries": 2,
+        **options,
+    }
+    return KafkaSink(broker.bootstrap, topic, API_VERSION, **settings)  # type: ignore[arg-type]
+
+
+def _read(broker: KafkaBroker, topic: str, partitions: int, count: int) -> dict[int, list[bytes]]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        api_version=API_VERSION,
+        group_id=None,
+        consumer_timeout_ms=10_000,
+    )
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek_to_beginning(tp)
+    got: dict[int, list[bytes]] = defaultdict(list)
+    for record, _ in zip(consumer, range(count), strict=False):
+        got[record.partition].append(record.key + b"=" + record.value)
+    consumer.close()
+    return got
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param({}, id="plain"),
+        pytest.param({"compression": "gzip"}, id="gzip"),
+        pytest.param({"acks": "1", "linger_ms": 0}, id="acks-1-no-linger"),
+    ],
+)
+def test_every_event_lands_once_in_its_keys_partition_in_order(
+    kafka_broker: KafkaBroker, options: dict[str, object]
+) -> None:
+    topic = f"sink-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, partitions=3)
+    events = [(f"c/topic-{i % 17}".encode(), f'{{"n":{i}}}'.encode()) for i in range(3_000)]
+    sink = _sink(kafka_broker, topic, **options)
+
+    for key, value in events:
+        sink.write(value, key)
+        sink.poll()
+    delivered = sink.close()
+
+    assert delivered == len(events)
+    expected: dict[int, list[bytes]] = defaultdict(list)
+    for key, value in events:
+        expected[(murmur2(key) & 0x7FFFFFFF) % 3].append(key + b"=" + value)
+    assert _read(kafka_broker, topic, 3, len(events)) == expected
+
+
+def test_an_event_the_broker_refuses_is_counted_and_reported_not_dropped(
+    kafka_broker: KafkaBroker,
+) -> None:
+    topic = f"sink-{uuid.uuid4().hex[:8]}"
+    sink = _sink(kafka_broker, topic)
+    too_large = b"x" * 1_500_000  # over the broker's message.max.bytes (1,000,012)
+
+    sink.write(b"before", b"k")
+    sink.write(too_large, b"k")  # alone in its batch: the batches are 4,000 bytes
+    sink.write(b"after", b"k")
+    with pytest.raises(RoutewatchError) as failure:
+        sink.close()
+
+    message = str(failure.value)
+    where = kafka_broker.bootstrap
+    assert message.startswith(f"1 event(s) could not be delivered to Kafka at {where}")
+    assert "MessageSizeTooLargeError" in message and "2 were delivered" in message
+    assert _read(kafka_broker, topic, 1, 2) == {0: [b"k=before", b"k=after"]}
