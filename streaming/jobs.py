@@ -194,6 +194,15 @@ def start_spool_stream(
     return start_stream(spark, settings, "spool", checkpoint)
 
 
+def _stop_between_batches(query: StreamingQuery, patience_s: float = 120.0) -> None:
+    """Stop the query once its current micro-batch is done (or after ``patience_s``: a batch
+    cut short is redone from the checkpoint at the next start)."""
+    deadline = time.monotonic() + patience_s
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        query.awaitTermination(1)
+    query.stop()
+
+
 def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
     spark = spark_session(settings.session_master(), "routewatch-stream", settings.spark_conf())
@@ -202,14 +211,17 @@ def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     stopping: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        # only a flag: the main thread may be inside a py4j call, which is not reentrant
         stopping.append(signum)
-        log.info("stopping (signal %d): finishing the current batch", signum)
-        query.stop()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
-        query.awaitTermination()
+        while not query.awaitTermination(1):
+            if stopping:
+                log.info("stopping (signal %d): finishing the current batch", stopping[0])
+                _stop_between_batches(query)
+                break
     except Exception as exc:  # the query failed: say so in one line
         if not stopping:
             raise RoutewatchError(f"the stream job failed: {str(exc).splitlines()[0]}") from None

@@ -79,7 +79,11 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
-            self.db = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None)
+            # the API opens a request's store on one worker thread and may use and close it on
+            # others (one at a time): the connection is not shared, only handed over
+            self.db = sqlite3.connect(
+                uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False
+            )
             if not readonly:
                 self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")

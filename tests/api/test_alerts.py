@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -95,3 +97,13 @@ def test_errors_are_problem_json_with_one_sentence(
     assert response.json()["status"] == status
     assert response.json()["detail"].startswith(sentence)
     assert "Traceback" not in response.text
+
+
+def test_concurrent_requests_are_all_answered(client: TestClient) -> None:
+    """Each request's store is opened, used and closed on whichever worker threads are free."""
+    paths = ["/alerts", "/topics", "/brokers", "/alerts?state=open"] * 12
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        statuses = list(pool.map(lambda path: client.get(path).status_code, paths))
+
+    assert statuses == [200] * len(paths)
