@@ -6,15 +6,16 @@
 Generates that many seconds of the reference fleet's traffic to a file, then replays it at max
 speed with the same code as ``routewatch replay`` (acks=all), and prints the median of several
 runs: events/s and MB/s per target. Kafka is the test harness's real Apache Kafka broker.
+Records the figures in ``benchmarks/results/latest.json`` (``replay_kafka_events_per_s``).
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 from pathlib import Path
 
+from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.replay import KafkaSink, Pacer, SpoolSink, replay
 from emitter.replay.reader import read_traces_aside
@@ -25,7 +26,8 @@ from routewatch.settings import load
 from tests.support.kafka import API_VERSION, running_broker
 
 
-def measure(trace: Path, make_sink: object, runs: int) -> tuple[float, float, int]:
+def measure(trace: Path, make_sink: object, runs: int) -> tuple[list[float], list[float], int]:
+    """Each run's events/s and MB/s, and how many events the last run delivered."""
     rates, mbs = [], []
     written = 0
     for run in range(runs):
@@ -34,7 +36,7 @@ def measure(trace: Path, make_sink: object, runs: int) -> tuple[float, float, in
         written = result.written
         rates.append(result.written / result.elapsed_s)
         mbs.append(result.bytes / result.elapsed_s / 1e6)
-    return statistics.median(rates), statistics.median(mbs), written
+    return rates, mbs, written
 
 
 def main() -> None:
@@ -52,8 +54,7 @@ def main() -> None:
             f"({args.duration} s of the reference fleet)"
         )
         settings = load(EmitterSettings, data_dir=Path(tmp) / "data")
-        print(f"{'target':>8} {'events/s (median)':>18} {'MB/s (median)':>14} {'runs':>5}")
-        rate, mb, _ = measure(
+        spool = measure(
             trace,
             lambda run: SpoolSink(
                 Path(tmp) / f"spool-{run}",
@@ -62,9 +63,8 @@ def main() -> None:
             ),
             args.runs,
         )
-        print(f"{'spool':>8} {rate:>18,.0f} {mb:>14,.1f} {args.runs:>5}")
         with running_broker() as broker:
-            rate, mb, written = measure(
+            kafka = measure(
                 trace,
                 lambda run: KafkaSink(
                     broker.bootstrap,
@@ -78,8 +78,20 @@ def main() -> None:
                 ),
                 args.runs,
             )
-            assert written == writer.count, "every event must be delivered"
-        print(f"{'kafka':>8} {rate:>18,.0f} {mb:>14,.1f} {args.runs:>5}")
+            assert kafka[2] == writer.count, "every event must be delivered"
+    rows: list[list[object]] = []
+    figures: dict[str, object] = {}
+    for target, (rates, mbs, _) in (("spool", spool), ("kafka", kafka)):
+        rows.append([target, median(rates), median(mbs), min(rates), max(rates), args.runs])
+        figures[target] = {
+            "events_per_s_median": median(rates),
+            "mb_per_s_median": median(mbs),
+            "events_per_s_runs": rates,
+            "mb_per_s_runs": mbs,
+        }
+    print_table(["target", "events/s (median)", "MB/s (median)", "min", "max", "runs"], rows)
+    figures.update(trace_events=writer.count, trace_mb=size / 1e6, acks=settings.kafka_acks)
+    record("replay", figures, replay_kafka_events_per_s=round(median(kafka[0])))
 
 
 if __name__ == "__main__":
