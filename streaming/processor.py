@@ -113,6 +113,10 @@ class ClusterProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta_state = handle.getValueState("meta", "json string")
         self.intake_state = handle.getValueState("intake", "json string")
+        # held events: one JSON value, read and written whole each batch (a list state costs a
+        # pickled row and a schema parse per event); "held" is the list of earlier versions,
+        # read once after an upgrade and then cleared
+        self.held_json_state = handle.getValueState("held_json", "json string")
         self.held_state = handle.getListState("held", HELD_SCHEMA)
         self.seen_state = handle.getMapState("seen", "bucket long", "ids string")
         self.tables_state = handle.getMapState("tables", "reg string", "json string")
@@ -153,7 +157,10 @@ class ClusterProcessor(StatefulProcessor):
         intake.max_received = stored.get("max_received")
         intake.arrivals = stored.get("arrivals", 0)
         seen_keys = set(stored.get("seen_keys", []))
-        intake.load_held(list(self.held_state.get()) if self.held_state.exists() else [])
+        held = _json_value(self.held_json_state) or []
+        if self.held_state.exists():
+            held += list(self.held_state.get())
+        intake.load_held(held)
         for bucket in sorted({ts // 1000 for _, ts, _, _ in arrivals} & seen_keys):
             row = self.seen_state.getValue((bucket,))
             if row:
@@ -179,8 +186,10 @@ class ClusterProcessor(StatefulProcessor):
         )
         held = intake.held_rows()
         if held:
-            self.held_state.put(held)
-        else:
+            self.held_json_state.update((orjson.dumps(held).decode(),))
+        elif self.held_json_state.exists():
+            self.held_json_state.clear()
+        if self.held_state.exists():
             self.held_state.clear()
 
     def _load_engine(self, cluster: str) -> ClusterEngine:

@@ -114,7 +114,7 @@ class Intake:
     # -- persistence helpers -------------------------------------------------------------------
 
     def held_rows(self) -> list[tuple[int, int, int, str, str]]:
-        return list(self.held)
+        return [(ts, seq, arrival, eid, value) for ts, seq, arrival, eid, value in self.held]
 
     def load_held(self, rows: list[Any]) -> None:
         self.held = [
