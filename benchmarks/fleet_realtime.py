@@ -1,0 +1,397 @@
+"""The reference fleet through the streaming job: throughput, the ceiling ratio, and the highest
+speed it sustains in real time.
+
+    .venv/bin/python -m benchmarks.fleet_realtime [--clusters 10] [--warm 30] [--steady 30]
+        [--speeds 0.25,0.5,0.75,1,1.5,2,3] [--step 30]
+
+The fleet (``emitter.fleet``: by default 10 clusters x 10 brokers x 10,000 topics, 2
+NameServers, parts of 800 topics, 1,000 producers, 10,000 sends/s) is written as one spool
+file per second of traffic. Three phases, in one Spark session (``local[2]``, driver 2 GiB):
+
+1. **Bare source + parse**: the spool's text source and stage 1 (``read_events``: parse and
+   validate) into Spark's no-op sink, one second of traffic per micro-batch, over the first
+   ``warm + steady`` seconds.
+2. **Full pipeline**: the job itself (``start_spool_stream``: route tables, alerts, the SQLite
+   store), one second of traffic per micro-batch, over the same files. The first ``warm``
+   seconds hold every broker's first full registration (10,000 topics each); the rate is
+   measured on the ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
+   the full pipeline's rate over the bare rate on the same events, measured in the same run.
+3. **Real time**: the same job, restarted on its checkpoint with a 1 s trigger (and given one
+   second of traffic, not judged, to load its state), while a writer
+   publishes the following seconds of traffic at ``speed`` seconds of traffic per wall-clock
+   second, ``step`` seconds per speed, speeds rising until the job falls behind. A speed is
+   sustained when the job has taken in everything published within ``drain`` seconds (3: one
+   1 s trigger, a batch, and slack) of the step's last publish: the event-time lag then stays
+   bounded. Reports per speed the events/s and MB/s offered, the median batch duration, how
+   long after the last publish the job had taken everything in (its lag at the end of the
+   step), or how many seconds of traffic it was behind.
+
+Records ``fleet_max_speed`` (the highest sustained speed; 0 if none), ``ceiling_ratio`` and
+``jvm_rss_gib`` (the Spark JVM's peak resident memory over the whole run) in
+``benchmarks/results/latest.json``, section ``fleet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from benchmarks.results import median, print_table, record
+from emitter.fleet import FleetSpec, generate_fleet
+from routewatch.settings import load
+from streaming.jobs import start_spool_stream
+from streaming.pipeline import file_lines
+from streaming.read import read_events
+from streaming.session import spark_session
+from streaming.settings import StreamingSettings
+
+STAGED = ".staged"
+
+
+class SecondFiles:
+    """Writes the fleet into one staged file per second of traffic (``<dir>/.staged/``); each
+    is published into the spool later by :func:`publish` (a rename, with a modification time
+    later than every earlier file's)."""
+
+    def __init__(self, spool: Path, start_ms: int) -> None:
+        self.spool, self.start_ms = spool, start_ms
+        (spool / STAGED).mkdir(parents=True)
+        self.second = -1
+        self.handle: IO[bytes] | None = None
+        self.events: dict[int, int] = {}
+        self.bytes: dict[int, int] = {}
+
+    def write(self, line: bytes) -> None:
+        at = line.index(b'"ts":') + 5
+        second = (int(line[at : line.index(b",", at)]) - self.start_ms) // 1000
+        if second != self.second:
+            self.close()
+            self.second = second
+            self.handle = self.staged(second).open("wb")
+        assert self.handle is not None
+        self.handle.write(line + b"\n")
+        self.events[second] = self.events.get(second, 0) + 1
+        self.bytes[second] = self.bytes.get(second, 0) + len(line) + 1
+
+    def staged(self, second: int) -> Path:
+        return self.spool / STAGED / f"{second:06d}.jsonl"
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+    def publish(self, second: int) -> None:
+        mtime = 1_800_000_000 + second
+        staged = self.staged(second)
+        os.utime(staged, (mtime, mtime))
+        staged.rename(self.spool / f"{second:06d}.jsonl")
+
+
+def jvm_rss_gib() -> float:
+    """Peak resident memory (VmHWM) of this process's Spark JVM."""
+    peak = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"java" in cmdline.split(b"\0")[0] and b"spark" in cmdline:
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+    return peak / 1024 / 1024
+
+
+@dataclass
+class Rate:
+    """Events per second of processing time over the steady batches, and their durations."""
+
+    events: int = 0
+    seconds: float = 0.0
+    durations: list[float] = field(default_factory=list)
+
+    @property
+    def per_s(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
+
+
+def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
+    rate = Rate()
+    for p in progress:
+        if p["batchId"] >= first_batch and p["numInputRows"]:
+            seconds = p["durationMs"]["triggerExecution"] / 1000
+            rate.events += p["numInputRows"]
+            rate.seconds += seconds
+            rate.durations.append(seconds)
+    return rate
+
+
+def bare_rate(spark: SparkSession, spool: Path, checkpoint: Path, warm: int) -> Rate:
+    """Phase 1: text source + parse and validate, into the no-op sink."""
+    text = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(spool))
+    query = (
+        read_events(file_lines(text))
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    query.processAllAvailable()
+    progress = list(query.recentProgress)
+    query.stop()
+    return steady_rate(progress, warm)
+
+
+def full_rate(spark: SparkSession, settings: StreamingSettings, warm: int) -> Rate:
+    """Phase 2: the job, one second of traffic per batch."""
+    query = start_spool_stream(spark, settings)
+    query.processAllAvailable()
+    progress = list(query.recentProgress)
+    query.stop()
+    return steady_rate(progress, warm)
+
+
+@dataclass
+class Step:
+    speed: float
+    offered_events_per_s: float
+    offered_mb_per_s: float
+    batch_median_s: float
+    drain_s: float | None  # wall time from the last publish until all of it was taken in
+    backlog_s: float  # seconds of traffic published but not yet taken in, at the judgement
+    sustained: bool
+
+
+def taken_in(query: StreamingQuery, since_batch: int) -> int:
+    return sum(p["numInputRows"] for p in query.recentProgress if p["batchId"] >= since_batch)
+
+
+def realtime_step(
+    query: StreamingQuery, files: SecondFiles, seconds: list[int], speed: float, drain_s: float
+) -> Step:
+    """Publish ``seconds`` at ``speed``, then give the job ``drain_s`` to take in the rest."""
+    first_batch = (query.lastProgress or {"batchId": -1})["batchId"] + 1
+    published = 0
+    started = time.monotonic()
+    for i, second in enumerate(seconds):
+        left = started + i / speed - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        files.publish(second)
+        published += files.events[second]
+    last = time.monotonic()
+    while (taken := taken_in(query, first_batch)) < published and time.monotonic() < last + drain_s:
+        time.sleep(0.05)
+    drained = taken >= published
+    progress = [p for p in query.recentProgress if p["batchId"] >= first_batch]
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress if p["numInputRows"]]
+    per_second = statistics.mean(files.events[s] for s in seconds)
+    wall = len(seconds) / speed
+    return Step(
+        speed=speed,
+        offered_events_per_s=published / wall,
+        offered_mb_per_s=sum(files.bytes[s] for s in seconds) / wall / 1e6,
+        batch_median_s=median(durations),
+        drain_s=time.monotonic() - last if drained else None,
+        backlog_s=max(published - taken, 0) / per_second,
+        sustained=drained,
+    )
+
+
+def realtime(
+    spark: SparkSession,
+    settings: StreamingSettings,
+    files: SecondFiles,
+    first: int,
+    speeds: list[float],
+    step_s: float,
+    drain_s: float,
+) -> list[Step]:
+    """Phase 3: the job with a 1 s trigger, fed at rising speeds until it falls behind."""
+    live = settings.model_copy(update={"max_files_per_trigger": None, "trigger_interval_s": 1.0})
+    query = start_spool_stream(spark, live)
+    steps: list[Step] = []
+    # one second of traffic, not judged: the restarted query's first batch loads its state
+    files.publish(first)
+    deadline = time.monotonic() + 300
+    while taken_in(query, 0) < files.events[first] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    second = first + 1
+    try:
+        for speed in speeds:
+            count = max(round(step_s * speed), 1)
+            seconds = list(range(second, second + count))
+            step = realtime_step(query, files, seconds, speed, drain_s)
+            second += count
+            steps.append(step)
+            print(
+                f"  speed {speed:g}x: {step.offered_events_per_s:,.0f} events/s offered, "
+                f"batch median {step.batch_median_s:.2f} s, "
+                + (
+                    f"drained {step.drain_s:.1f} s after the last second was published"
+                    if step.drain_s is not None
+                    else f"{step.backlog_s:.1f} s of traffic behind: falls behind"
+                ),
+                flush=True,
+            )
+            if not step.sustained:
+                break
+    finally:
+        query.stop()
+    return steps
+
+
+class RssWatch:
+    """Samples the Spark JVM's peak RSS in the background (the JVM may outlive no sample)."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self.peak = max(self.peak, jvm_rss_gib())
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, jvm_rss_gib())
+        return self.peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=10)
+    parser.add_argument("--warm", type=int, default=30, help="seconds of traffic to warm up")
+    parser.add_argument("--steady", type=int, default=30, help="seconds measured after them")
+    parser.add_argument("--speeds", default="0.25,0.5,0.75,1,1.5,2,3")
+    parser.add_argument("--step", type=float, default=30.0, help="wall seconds per speed")
+    parser.add_argument(
+        "--drain", type=float, default=3.0, help="seconds the job has to take in a step's end"
+    )
+    args = parser.parse_args()
+    speeds = [float(s) for s in args.speeds.split(",")]
+    measured = args.warm + args.steady
+    ramp = 1 + sum(max(round(args.step * s), 1) for s in speeds)
+    spec = FleetSpec(clusters=args.clusters, duration=measured + ramp)
+    with tempfile.TemporaryDirectory(prefix="routewatch-fleet-") as tmp:
+        settings = load(
+            StreamingSettings, data_dir=Path(tmp), max_files_per_trigger=1, trigger_interval_s=0.1
+        )
+        files = SecondFiles(settings.spool_dir, spec.start_ms)
+        generate_fleet(spec, files.write)
+        files.close()
+        per_s = statistics.mean(files.events[s] for s in range(args.warm, measured))
+        mb_per_s = statistics.mean(files.bytes[s] for s in range(args.warm, measured)) / 1e6
+        print(
+            f"fleet: {spec.clusters} clusters x {spec.brokers} brokers x {spec.topics:,} topics; "
+            f"steady traffic {per_s:,.0f} events/s, {mb_per_s:.1f} MB/s; "
+            f"{sum(files.events.values()):,} events staged"
+        )
+        for second in range(measured):
+            files.publish(second)
+        conf = {"spark.driver.memory": "2g", "spark.sql.streaming.numRecentProgressUpdates": "2000"}
+        spark = spark_session("local[2]", "routewatch-bench", conf)
+        spark.sparkContext.setLogLevel("ERROR")
+        rss = RssWatch()
+        try:
+            bare = bare_rate(spark, settings.spool_dir, Path(tmp) / "bare-checkpoint", args.warm)
+            print(f"bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
+            full = full_rate(spark, settings, args.warm)
+            print(f"full pipeline: {full.per_s:,.0f} events/s", flush=True)
+            steps = realtime(spark, settings, files, measured, speeds, args.step, args.drain)
+        finally:
+            peak = rss.stop()
+            spark.stop()
+    report(args, per_s, mb_per_s, bare, full, steps, peak)
+
+
+def report(
+    args: argparse.Namespace,
+    per_s: float,
+    mb_per_s: float,
+    bare: Rate,
+    full: Rate,
+    steps: list[Step],
+    peak_gib: float,
+) -> None:
+    ratio = full.per_s / bare.per_s if bare.per_s else 0.0
+    sustained = [s.speed for s in steps if s.sustained]
+    max_speed = max(sustained) if sustained else 0.0
+    print()
+    print_table(
+        ["phase", "events/s", "x real time", "batch median s", "batch max s"],
+        [
+            [
+                "bare source + parse",
+                bare.per_s,
+                bare.per_s / per_s,
+                median(bare.durations),
+                max(bare.durations, default=0.0),
+            ],
+            [
+                "full pipeline",
+                full.per_s,
+                full.per_s / per_s,
+                median(full.durations),
+                max(full.durations, default=0.0),
+            ],
+        ],
+    )
+    print()
+    print_table(
+        ["speed", "events/s offered", "MB/s", "batch median s", "drained after s", "behind s"],
+        [
+            [
+                f"{s.speed:g}x",
+                s.offered_events_per_s,
+                s.offered_mb_per_s,
+                s.batch_median_s,
+                "-" if s.drain_s is None else s.drain_s,
+                s.backlog_s,
+            ]
+            for s in steps
+        ],
+    )
+    print(
+        f"\nceiling ratio {ratio:.0%} (target >= 50 %); highest sustained speed {max_speed:g}x "
+        f"(target >= 1x); JVM peak RSS {peak_gib:.2f} GiB (target <= 2 GiB)"
+    )
+    record(
+        "fleet",
+        {
+            "clusters": args.clusters,
+            "steady_traffic_events_per_s": per_s,
+            "steady_traffic_mb_per_s": mb_per_s,
+            "bare_events_per_s": bare.per_s,
+            "full_events_per_s": full.per_s,
+            "full_batch_median_s": median(full.durations),
+            "full_x_real_time": full.per_s / per_s,
+            "steps": [vars(s) for s in steps],
+            "max_speed_events_per_s": max_speed * per_s,
+            "max_speed_mb_per_s": max_speed * mb_per_s,
+        },
+        fleet_max_speed=max_speed,
+        ceiling_ratio=round(ratio, 3),
+        jvm_rss_gib=round(peak_gib, 2),
+    )
+
+
+if __name__ == "__main__":
+    main()
