@@ -1,0 +1,70 @@
+"""Every benchmark, one after the other, then the headline table of ``results/latest.json``.
+
+    .venv/bin/python -m benchmarks [--only replay_rates,fleet_realtime,...] [--table]
+
+Each benchmark runs in a process of its own, with its default settings (run one alone with
+``python -m benchmarks.<name> --help`` to change them), and records its figures as it ends;
+``--table`` only prints the table of what is recorded. Takes about 40 minutes on the 2-core
+development machine; nothing else should run meanwhile, since every figure is a rate or a
+latency on a shared CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+from benchmarks.results import HEADLINE_KEYS, LATEST, print_table
+
+BENCHMARKS = ("replay_rates", "fleet_realtime", "detection_latency", "api_load")
+
+TARGETS = {
+    "detection_latency_p95_s": "<= lateness bound + 2 s",
+    "lateness_bound_s": "",
+    "fleet_max_speed": ">= 1x",
+    "ceiling_ratio": ">= 0.5",
+    "jvm_rss_gib": "<= 2 GiB",
+    "replay_kafka_events_per_s": ">= 30,000",
+    "api_p99_ms": "",
+}
+
+
+def headline_table() -> None:
+    if not LATEST.exists():
+        print(f"nothing recorded yet in {LATEST}")
+        return
+    data = json.loads(LATEST.read_text())
+    machine = data.get("machine", {})
+    print(
+        f"\n{LATEST} ({data.get('date')}; {machine.get('cpus')} CPUs {machine.get('cpu_model')}, "
+        f"{machine.get('memory_gib')} GiB)"
+    )
+    print_table(
+        ["figure", "value", "target"],
+        [[key, data.get(key, "not measured"), TARGETS[key]] for key in HEADLINE_KEYS],
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(BENCHMARKS))
+    parser.add_argument("--table", action="store_true", help="only print what is recorded")
+    args = parser.parse_args()
+    failed = []
+    if not args.table:
+        for name in args.only.split(","):
+            if name not in BENCHMARKS:
+                parser.error(f"unknown benchmark {name!r}: choose among {', '.join(BENCHMARKS)}")
+            print(f"\n=== {name}", flush=True)
+            if subprocess.run([sys.executable, "-m", f"benchmarks.{name}"], check=False).returncode:
+                failed.append(name)
+    headline_table()
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
