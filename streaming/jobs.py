@@ -152,11 +152,30 @@ def kafka_records(spark: SparkSession, settings: StreamingSettings) -> DataFrame
     return spark.readStream.format(KafkaDataSource.name()).options(**options).load()
 
 
+def checkpoint_sources(checkpoint: Path) -> int | None:
+    """How many sources the checkpoint's latest planned batch read (None: a new checkpoint).
+
+    An offsets log entry is a version line, a metadata line, then one line per source.
+    """
+    offsets = checkpoint / "offsets"
+    batches = [p for p in offsets.glob("*") if p.name.isdigit()] if offsets.is_dir() else []
+    if not batches:
+        return None
+    latest = max(batches, key=lambda p: int(p.name))
+    return len(latest.read_text().splitlines()) - 2
+
+
 def start_stream(
-    spark: SparkSession, settings: StreamingSettings, source: str, checkpoint: Path | None = None
+    spark: SparkSession,
+    settings: StreamingSettings,
+    source: str,
+    checkpoint: Path | None = None,
+    single_pass: bool | None = None,
 ) -> StreamingQuery:
     """Start the long-running job over ``source`` (``spool`` or ``kafka``), writing to the
-    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given."""
+    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given.
+    The plan (``single_pass``, see :func:`streaming.pipeline.changes`) is the checkpoint's own
+    unless given."""
     checkpoint = checkpoint or settings.checkpoint_dir / source
     job = job_name(str(checkpoint))
     open_store(settings.store_url).close()  # create and migrate before the first batch
@@ -168,11 +187,21 @@ def start_stream(
         lines = file_lines(reader.load(str(settings.spool_dir)))
     else:
         lines = kafka_lines(kafka_records(spark, settings))
+    if single_pass is None:
+        single_pass = checkpoint_sources(checkpoint) in (None, 1)
+    if not single_pass:
+        log.warning(
+            "the checkpoint %s was started by an earlier routewatch, whose plan reads and "
+            "validates the input twice per batch; it keeps that plan (reset the checkpoint to "
+            "read once: docs/operations.md, Upgrading)",
+            checkpoint,
+        )
     output = changes(
         lines,
         lateness_ms=settings.lateness_ms,
         dedupe_horizon_ms=settings.dedupe_horizon_ms,
         by_event_time=source == "kafka",
+        single_pass=single_pass,
     )
     listener = _ProgressLog(settings.store_url, job)
     spark.streams.addListener(listener)

@@ -2,8 +2,8 @@
 
     lines   = file_lines(text)          # or kafka_lines(records): (value, origin)
     events  = read_events(lines)        # stage 1: validated, with arrival order
-    changes = track_clusters(events)    # stage 2+3: route tables and alerts, per cluster
-            + quarantined(events)       # bad input, kept with its reason
+    changes = track_clusters(events)    # stage 2+3: route tables and alerts, per cluster,
+                                        # and bad input kept with its reason
 
 Route tables and alerts are one stateful stage: every rule is judged after every event on the
 route tables *as of that event*, so they share one state per cluster (see docs/streaming.md).
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from streaming.processor import CHANGES_SCHEMA, ClusterProcessor
+from streaming.processor import CHANGES_SCHEMA, QUARANTINE_KEY, ClusterProcessor
 from streaming.read import read_events
 
 __all__ = ["changes", "file_lines", "kafka_lines", "quarantined", "track_clusters"]
@@ -47,11 +47,27 @@ def kafka_lines(records: DataFrame) -> DataFrame:
 def track_clusters(
     events: DataFrame, *, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False
 ) -> DataFrame:
-    """Valid events -> changes of each cluster's route tables and alerts."""
-    valid = events.where(F.col("reason").isNull()).select(
-        "cluster", "arrival", "event_id", "ts", "seq", "value"
+    """Events -> changes of each cluster's route tables and alerts, and bad input kept with its
+    reason.
+
+    One pass: bad input goes through the same stateful stage, grouped under
+    :data:`QUARANTINE_KEY` (which touches no state), so that a batch's input is read and
+    validated once. (A union of two branches over ``events`` would read and validate it
+    twice: a streaming DataFrame cannot be cached.)
+    """
+    bad = F.col("reason").isNotNull()
+    grouped = events.select(
+        F.when(bad, F.lit(QUARANTINE_KEY)).otherwise(F.col("cluster")).alias("cluster"),
+        F.col("cluster").alias("event_cluster"),
+        "arrival",
+        "event_id",
+        "ts",
+        "seq",
+        "value",
+        "reason",
+        "detail",
     )
-    return valid.groupBy("cluster").transformWithStateInPandas(
+    return grouped.groupBy("cluster").transformWithStateInPandas(
         statefulProcessor=ClusterProcessor(lateness_ms, dedupe_horizon_ms, final),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
@@ -60,7 +76,8 @@ def track_clusters(
 
 
 def quarantined(events: DataFrame) -> DataFrame:
-    """Bad input -> ``bad`` change rows carrying the raw text, reason and detail."""
+    """Bad input -> ``bad`` change rows, as a second branch over ``events`` (the plan of
+    checkpoints started before the single pass; see :func:`changes`)."""
     bad = events.where(F.col("reason").isNotNull())
     payload = F.to_json(F.struct(F.col("value").alias("raw"), "reason", "detail"))
     return bad.select(
@@ -79,14 +96,25 @@ def changes(
     dedupe_horizon_ms: int,
     final: bool = False,
     by_event_time: bool = False,
+    single_pass: bool = True,
 ) -> DataFrame:
     """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
 
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
     partitions) and are interleaved by event time (see ``streaming.read``).
+
+    ``single_pass=False`` is the plan of checkpoints started by earlier versions: valid events
+    through the stateful stage, unioned with bad input as a second branch, which reads and
+    validates the input twice. Spark resumes a checkpoint only with the plan's number of
+    sources (two there), so such checkpoints keep that plan until they are reset.
     """
     events = read_events(lines, by_event_time=by_event_time)
-    tracked = track_clusters(
-        events, lateness_ms=lateness_ms, dedupe_horizon_ms=dedupe_horizon_ms, final=final
-    )
-    return tracked.unionByName(quarantined(events))
+
+    def tracked(these: DataFrame) -> DataFrame:
+        return track_clusters(
+            these, lateness_ms=lateness_ms, dedupe_horizon_ms=dedupe_horizon_ms, final=final
+        )
+
+    if single_pass:
+        return tracked(events)
+    return tracked(events.where(F.col("reason").isNull())).unionByName(quarantined(events))

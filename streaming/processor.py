@@ -37,9 +37,11 @@ from streaming.engine.state import (
     reg_key,
 )
 
-__all__ = ["CHANGES_SCHEMA", "ClusterProcessor"]
+__all__ = ["CHANGES_SCHEMA", "QUARANTINE_KEY", "ClusterProcessor"]
 
 CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload string"
+# the group of bad input (no cluster is named so: names are RocketMQ cluster names)
+QUARANTINE_KEY = "\u0000quarantine"
 BUCKETS = 256
 HELD_SCHEMA = "ts long, seq long, arrival long, event_id string, value string"
 Arrival = tuple[str, int, int | None, str]
@@ -128,6 +130,9 @@ class ClusterProcessor(StatefulProcessor):
     ) -> Iterator[pd.DataFrame]:
         cluster = str(key[0])
         frame = pd.concat(list(rows), ignore_index=True).sort_values("arrival", kind="stable")
+        if cluster == QUARANTINE_KEY:
+            yield _bad_input(frame)
+            return
         arrivals = [
             (str(eid), int(ts), None if pd.isna(seq) else int(seq), str(value))
             for eid, ts, seq, value in zip(
@@ -232,6 +237,25 @@ class ClusterProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _bad_input(frame: pd.DataFrame) -> pd.DataFrame:
+    """Bad input -> ``bad`` change rows carrying the raw text, reason and detail."""
+    rows = [
+        (
+            None if pd.isna(cluster) else str(cluster),
+            "bad",
+            str(reason),
+            None,
+            orjson.dumps({"raw": value, "reason": reason, "detail": detail}).decode(),
+        )
+        for cluster, reason, detail, value in zip(
+            frame["event_cluster"], frame["reason"], frame["detail"], frame["value"], strict=True
+        )
+    ]
+    return pd.DataFrame(rows, columns=["cluster", "kind", "key", "at", "payload"]).astype(
+        {"at": "Int64"}
+    )
 
 
 def _outputs(

@@ -13,7 +13,7 @@ from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.settings import load
 from streaming.jobs import evaluate_traces, final_alerts
-from streaming.pipeline import changes, file_lines, quarantined, track_clusters
+from streaming.pipeline import changes, file_lines, track_clusters
 from streaming.read import read_events
 from streaming.settings import StreamingSettings
 from tests.support.traces import expected, shape
@@ -134,12 +134,17 @@ def test_track_clusters_turns_registrations_into_route_changes_and_alerts(
     assert counts == {"events|heartbeat": 4}
 
 
-def test_quarantined_keeps_raw_text_reason_and_detail(spark: SparkSession) -> None:
-    frame = spark.createDataFrame([("{nope", "f"), ("[1]", "f")], "value string, origin string")
+def test_bad_input_is_kept_with_raw_text_reason_and_detail_in_the_same_pass(
+    spark: SparkSession,
+) -> None:
+    lines = ["{nope", "[1]", _heartbeat(1_000, "a", {"T": 8}, "v1")]
+    frame = spark.createDataFrame([(v, "f") for v in lines], "value string, origin string")
 
-    rows = quarantined(read_events(frame.coalesce(1))).collect()
+    rows = track_clusters(
+        read_events(frame.coalesce(1)), lateness_ms=0, dedupe_horizon_ms=60_000, final=True
+    ).collect()
 
-    assert sorted((r.kind, r.key, orjson.loads(r.payload)["raw"]) for r in rows) == [
-        ("bad", "not_json", "{nope"),
-        ("bad", "not_object", "[1]"),
-    ]
+    bad = sorted((r.kind, r.key, orjson.loads(r.payload)["raw"]) for r in rows if r.kind == "bad")
+    assert bad == [("bad", "not_json", "{nope"), ("bad", "not_object", "[1]")]
+    counts = {r.key: int(r.payload) for r in rows if r.kind == "count"}
+    assert counts == {"events|heartbeat": 1}  # the bad lines reached no cluster's state

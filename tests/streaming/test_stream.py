@@ -13,7 +13,7 @@ from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import evaluate_traces, start_spool_stream
+from streaming.jobs import checkpoint_sources, evaluate_traces, start_spool_stream, start_stream
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 
@@ -112,3 +112,26 @@ def test_a_restart_from_the_checkpoint_in_the_middle_gives_the_same_alerts(
     assert _identity(two.alerts()) == _identity(one.alerts())
     assert two.counters() == one.counters()
     assert two.clusters()[0]["stream_time"] == one.clusters()[0]["stream_time"]
+
+
+def test_a_checkpoint_of_the_two_branch_plan_resumes_with_it(
+    spark: SparkSession, tmp_path: Path, reference: list[tuple[Any, ...]]
+) -> None:
+    """Earlier versions read and validated the input twice (two sources in the checkpoint);
+    Spark resumes a checkpoint only with as many sources, so it keeps that plan."""
+    settings = _settings(tmp_path)
+    chunks = _cut(_lines(), 25)
+    half = len(chunks) // 2
+    checkpoint = settings.checkpoint_dir / "spool"
+    _publish(settings.spool_dir, chunks[:half])
+    query = start_stream(spark, settings, "spool", single_pass=False)
+    query.processAllAvailable()
+    query.stop()
+    assert checkpoint_sources(checkpoint) == 2
+
+    _publish(settings.spool_dir, chunks[half:], first=half)
+    _run(spark, settings)
+
+    assert checkpoint_sources(checkpoint) == 2
+    assert _identity(open_store(settings.store_url).alerts()) == reference
+    assert checkpoint_sources(tmp_path / "none") is None
