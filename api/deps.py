@@ -10,9 +10,17 @@ from fastapi import Depends, Request
 from api.access import StoreAccess
 from api.problems import ProblemError
 from api.settings import ApiSettings
+from api.topic_cache import TopicCache
 from routewatch.store import Store
 
-__all__ = ["SQLITE_INT_MAX", "AccessDep", "SettingsDep", "StoreDep", "reject_unknown_params"]
+__all__ = [
+    "SQLITE_INT_MAX",
+    "AccessDep",
+    "SettingsDep",
+    "StoreDep",
+    "TopicCacheDep",
+    "reject_unknown_params",
+]
 
 # The largest INTEGER SQLite holds: a larger number given as a time or a sequence number cannot be
 # bound to a query at all, so such parameters are validated against it (0 ..= SQLITE_INT_MAX).
@@ -44,6 +52,14 @@ def get_store(access: AccessDep) -> Iterator[Store]:
 
 
 StoreDep = Annotated[Store, Depends(get_store)]
+
+
+def get_topic_cache(request: Request) -> TopicCache:
+    cache: TopicCache = request.app.state.topic_cache
+    return cache
+
+
+TopicCacheDep = Annotated[TopicCache, Depends(get_topic_cache)]
 
 
 def reject_unknown_params(request: Request) -> None:

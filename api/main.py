@@ -10,6 +10,7 @@ from api.metrics import StoreCollector
 from api.problems import install_problem_handlers
 from api.routes import alerts, health, inventory, metrics, stream
 from api.settings import ApiSettings
+from api.topic_cache import TopicCache
 
 __all__ = ["create_app"]
 
@@ -24,8 +25,11 @@ def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None)
     )
     app.state.settings = settings
     app.state.store_access = StoreAccess(settings.store_url)
+    app.state.topic_cache = TopicCache()  # shared by /topics and /metrics
     app.state.registry = registry or CollectorRegistry()
-    app.state.registry.register(StoreCollector(settings, app.state.store_access))
+    app.state.registry.register(
+        StoreCollector(settings, app.state.store_access, app.state.topic_cache)
+    )
     install_problem_handlers(app)
     # /alerts/stream before /alerts/{alert_id}
     for router in (stream.router, alerts.router, inventory.router, health.router, metrics.router):

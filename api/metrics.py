@@ -16,10 +16,11 @@ from prometheus_client.registry import Collector
 
 from api.access import StoreAccess
 from api.settings import ApiSettings
+from api.topic_cache import TopicCache
 from routewatch.alerts import ALERT_KINDS
 from routewatch.events import EVENT_CLASSES, SendStatus
 from routewatch.store import Store, StoreUnavailableError
-from routewatch.store.views import broker_views, topic_views
+from routewatch.store.views import broker_views, snapshot, topic_items
 from routewatch.validation import BAD_INPUT_REASONS
 
 __all__ = ["StoreCollector"]
@@ -28,9 +29,10 @@ SEND_STATUSES: tuple[str, ...] = typing.get_args(SendStatus)
 
 
 class StoreCollector(Collector):
-    def __init__(self, settings: ApiSettings, access: StoreAccess) -> None:
+    def __init__(self, settings: ApiSettings, access: StoreAccess, topics: TopicCache) -> None:
         self.settings = settings
         self.access = access
+        self.topics = topics
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
@@ -52,10 +54,11 @@ class StoreCollector(Collector):
         yield up
 
     def _families(self, store: Store) -> Iterator[Metric]:
-        topics = sorted(
-            (t for t in topic_views(store) if t["coverage"] is not None and not t["system"]),
-            key=lambda t: (t["coverage"], t["cluster"], t["topic"]),
-        )[: self.settings.metrics_max_topics]
+        with snapshot(store):
+            index = self.topics.get(store)
+            topics = topic_items(
+                store, index.brokers, index.worst(self.settings.metrics_max_topics)
+            )
         coverage = GaugeMetricFamily(
             "routewatch_topic_coverage_ratio",
             "Share of the cluster's expected brokers (live masters) that hold the topic.",

@@ -95,6 +95,7 @@ class TopicPublic(BaseModel):
 class TopicsPublic(BaseModel):
     data: list[TopicPublic]
     count: int
+    next: str | None
 
 
 class RouteWindow(BaseModel):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from api.deps import SQLITE_INT_MAX, StoreDep, reject_unknown_params
+from api.deps import SQLITE_INT_MAX, StoreDep, TopicCacheDep, reject_unknown_params
 from api.models import (
     BrokerPublic,
     BrokersPublic,
@@ -18,24 +19,59 @@ from api.models import (
     TopicsPublic,
 )
 from api.problems import ProblemError
-from routewatch.store.views import broker_views, route_windows, topic_views
+from routewatch.store import Store
+from routewatch.store.views import (
+    SortKey,
+    TopicIndex,
+    broker_views,
+    decode_topic_cursor,
+    encode_topic_cursor,
+    route_windows,
+    snapshot,
+    topic_items,
+    topic_view,
+)
 
 router = APIRouter(tags=["routes"], dependencies=[Depends(reject_unknown_params)])
 
 
-@router.get("/topics", response_model=TopicsPublic, summary="Topics with their coverage")
+@router.get(
+    "/topics", response_model=TopicsPublic, summary="Topics with their coverage, worst first"
+)
 def list_topics(
     store: StoreDep,
+    cache: TopicCacheDep,
     cluster: str | None = None,
     coverage_below: Annotated[float | None, Query(ge=0, le=1)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
 ) -> TopicsPublic:
-    views = topic_views(store, cluster)
-    if coverage_below is not None:
-        views = [v for v in views if v["coverage"] is not None and v["coverage"] < coverage_below]
-    views.sort(
-        key=lambda v: (v["coverage"] if v["coverage"] is not None else 2, v["cluster"], v["topic"])
-    )
-    return TopicsPublic(data=[TopicPublic(**v) for v in views], count=len(views))
+    after = None if cursor is None else _position(cursor)
+    make = partial(_page, store, cluster, coverage_below, after, limit)
+    with snapshot(store):
+        return cache.page(store, (cluster, coverage_below, after, limit), make)
+
+
+def _page(
+    store: Store,
+    cluster: str | None,
+    coverage_below: float | None,
+    after: SortKey | None,
+    limit: int,
+    index: TopicIndex,
+) -> TopicsPublic:
+    """One page of ``GET /topics`` from the version's index, with the page's routes."""
+    page = index.page(cluster=cluster, coverage_below=coverage_below, after=after, limit=limit)
+    items = topic_items(store, index.brokers, page.topics)
+    following = encode_topic_cursor(page.topics[-1].sort_key) if page.more else None
+    return TopicsPublic(data=[TopicPublic(**i) for i in items], count=page.total, next=following)
+
+
+def _position(cursor: str) -> SortKey:
+    try:
+        return decode_topic_cursor(cursor)
+    except ValueError as exc:
+        raise ProblemError(400, "Invalid cursor", f"The cursor is invalid: {exc}.") from None
 
 
 MAX_WINDOWS = 1000
@@ -59,7 +95,8 @@ def get_topic(
     ] = None,
     window: Annotated[int, Query(ge=1, le=86_400, description="window, seconds")] = 30,
 ) -> TopicDetail:
-    current = [v for v in topic_views(store, cluster) if v["topic"] == topic]
+    with snapshot(store):
+        current = topic_view(store, cluster, topic)
     if until is None:
         row = store.db.execute(
             "SELECT stream_time FROM clusters WHERE cluster = ?", (cluster,)
@@ -74,14 +111,14 @@ def get_topic(
             f"The range must be non-empty and at most {MAX_WINDOWS} windows of {window} s.",
         )
     windows = route_windows(store, cluster, topic, since, until, window_ms)
-    if not current and not any(w["brokers"] for w in windows):
+    if current is None and not any(w["brokers"] for w in windows):
         raise ProblemError(
             404, "No such topic", f"Topic {topic} has no route in cluster {cluster}."
         )
     return TopicDetail(
         cluster=cluster,
         topic=topic,
-        current=TopicPublic(**current[0]) if current else None,
+        current=None if current is None else TopicPublic(**current),
         windows=[RouteWindow(**w) for w in windows],
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from emitter.trace import write_trace
 from routewatch.settings import load
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
+from tests.support.postgres import Postgres
+from tests.support.traces import on_clusters
 
 BAD_LINES = ["{broken", '{"v": 1, "type": "send"}', "[1, 2]"]
 
@@ -26,12 +29,33 @@ def store_dir(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
     settings = load(StreamingSettings, data_dir=root, trigger_interval_s=0.1)
     write_trace(SCENARIOS["demo-mixed"].run(seed=1), settings.spool_dir / "demo.jsonl")
     (settings.spool_dir / "zz-bad.jsonl").write_text("\n".join(BAD_LINES) + "\n")
+    _run(spark, settings)
+    return root
+
+
+# The PostgreSQL store: two scenarios, each on a cluster of its own (Dark ends with no live broker).
+PG_CLUSTERS = {"DefaultCluster": "demo-mixed", "Dark": "no-live-broker"}
+
+
+@pytest.fixture(scope="session")
+def pg_store_url(
+    spark: SparkSession, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """A PostgreSQL store written by the streaming job (production mode's store)."""
+    url = postgres.create_database(f"api_{uuid.uuid4().hex[:12]}")
+    root = tmp_path_factory.mktemp("api-pg-store")
+    settings = load(StreamingSettings, data_dir=root, store_url=url, trigger_interval_s=0.1)
+    write_trace(on_clusters(PG_CLUSTERS, first_seed=1), settings.spool_dir / "two.jsonl")
+    _run(spark, settings)
+    return url
+
+
+def _run(spark: SparkSession, settings: StreamingSettings) -> None:
     query = start_stream(spark, settings, "spool")
     try:
         query.processAllAvailable()
     finally:
         query.stop()
-    return root
 
 
 @pytest.fixture

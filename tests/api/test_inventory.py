@@ -121,7 +121,7 @@ def test_system_topics_are_marked_and_kept_out_of_coverage_metrics(
 
 
 def test_topics_can_be_filtered_by_cluster(client: TestClient) -> None:
-    assert client.get("/topics?cluster=Elsewhere").json() == {"data": [], "count": 0}
+    assert client.get("/topics?cluster=Elsewhere").json() == {"data": [], "count": 0, "next": None}
     assert client.get("/topics?cluster=DefaultCluster").json()["count"] > 0
 
 

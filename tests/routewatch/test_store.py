@@ -3,22 +3,10 @@ PostgreSQL server (a database of its own per test): the same behaviour from both
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
-
 import orjson
 import pytest
 
 from routewatch.store import ChangeRow, Store, open_store
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'rw.db'}"
-    server = request.getfixturevalue("postgres")
-    url: str = server.create_database(f"store_{uuid.uuid4().hex[:12]}")
-    return url
 
 
 @pytest.fixture
