@@ -100,7 +100,7 @@ import orjson
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
-from emitter.replay import KafkaSink, Pacer, SpoolSink
+from emitter.replay import Pacer, sink_for
 from emitter.replay.reader import kafka_key
 from emitter.replay.sinks import Sink
 from emitter.scenarios import SCENARIOS
@@ -669,19 +669,13 @@ class Setup:
 def make_sink(data: Path, kafka: tuple[str, str] | None) -> Sink:
     settings = load(EmitterSettings, data_dir=data)
     if kafka is None:
-        return SpoolSink(
-            settings.spool_dir, settings.spool_roll_events, settings.spool_roll_interval_s
-        )
-    return KafkaSink(
-        kafka[0],
-        kafka[1],
-        API_VERSION,
-        acks=settings.kafka_acks,
-        linger_ms=settings.kafka_linger_ms,
-        batch_bytes=settings.kafka_batch_bytes,
-        compression=settings.kafka_compression,
-        retries=settings.kafka_retries,
-    )
+        return sink_for("spool", settings)
+    update = {
+        "kafka_bootstrap": kafka[0],
+        "kafka_topic": kafka[1],
+        "kafka_api_version": API_VERSION,
+    }
+    return sink_for("kafka", settings.model_copy(update=update))
 
 
 def start_services(

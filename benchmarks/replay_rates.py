@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
-from emitter.replay import KafkaSink, Pacer, SpoolSink, replay
+from emitter.replay import Pacer, SpoolSink, replay, sink_for
 from emitter.replay.reader import read_traces_aside
 from emitter.replay.sinks import Sink
 from emitter.settings import EmitterSettings
@@ -66,15 +66,15 @@ def main() -> None:
         with running_broker() as broker:
             kafka = measure(
                 trace,
-                lambda run: KafkaSink(
-                    broker.bootstrap,
-                    f"bench-{run}",
-                    API_VERSION,
-                    acks=settings.kafka_acks,
-                    linger_ms=settings.kafka_linger_ms,
-                    batch_bytes=settings.kafka_batch_bytes,
-                    compression=settings.kafka_compression,
-                    retries=settings.kafka_retries,
+                lambda run: sink_for(
+                    "kafka",
+                    settings.model_copy(
+                        update={
+                            "kafka_bootstrap": broker.bootstrap,
+                            "kafka_topic": f"bench-{run}",
+                            "kafka_api_version": API_VERSION,
+                        }
+                    ),
                 ),
                 args.runs,
             )

@@ -3,7 +3,7 @@
 from emitter.replay.pacing import Pacer
 from emitter.replay.reader import TraceLine, read_traces
 from emitter.replay.replayer import ReplayResult, replay
-from emitter.replay.sinks import KafkaSink, Sink, SpoolSink, StdoutSink
+from emitter.replay.sinks import KafkaSink, Sink, SpoolSink, StdoutSink, sink_for
 
 __all__ = [
     "KafkaSink",
@@ -15,4 +15,5 @@ __all__ = [
     "TraceLine",
     "read_traces",
     "replay",
+    "sink_for",
 ]

@@ -13,7 +13,7 @@ from pathlib import Path
 from emitter.replay.pacing import Pacer
 from emitter.replay.reader import TraceLine, read_traces_aside
 from emitter.replay.replayer import Progress, rebased, replay
-from emitter.replay.sinks import KafkaSink, Sink, SpoolSink, StdoutSink
+from emitter.replay.sinks import sink_for
 from emitter.settings import EmitterSettings
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
@@ -72,25 +72,6 @@ def _count_lines(paths: list[Path]) -> int:
     return total
 
 
-def _sink(target: str, settings: EmitterSettings) -> Sink:
-    if target == "stdout":
-        return StdoutSink()
-    if target == "spool":
-        return SpoolSink(
-            settings.spool_dir, settings.spool_roll_events, settings.spool_roll_interval_s
-        )
-    return KafkaSink(
-        settings.kafka_bootstrap,
-        settings.kafka_topic,
-        settings.kafka_api_version,
-        acks=settings.kafka_acks,
-        linger_ms=settings.kafka_linger_ms,
-        batch_bytes=settings.kafka_batch_bytes,
-        compression=settings.kafka_compression,
-        retries=settings.kafka_retries,
-    )
-
-
 def _run(args: argparse.Namespace) -> int:
     # the sink's retries are worth a line each; kafka-python's own connection chatter is not
     logging.basicConfig(level=logging.WARNING, format="routewatch replay: %(message)s")
@@ -101,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     lines = read_traces_aside(list(args.traces), args.skip_invalid, bad)
     first = next(lines, None)  # reads the files' first lines: missing files fail here
     total = _count_lines(list(args.traces))
-    sink = _sink(args.to, settings)
+    sink = sink_for(args.to, settings)
 
     events: Iterator[TraceLine] = itertools.chain([] if first is None else [first], lines)
     if args.rebase_time == "now":

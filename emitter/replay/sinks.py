@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from emitter.replay.kafka_sink import KafkaSink
+from emitter.settings import EmitterSettings
 from routewatch.errors import RoutewatchError
 
-__all__ = ["KafkaSink", "Sink", "SpoolSink", "StdoutSink"]
+__all__ = ["KafkaSink", "Sink", "SpoolSink", "StdoutSink", "sink_for"]
 
 
 class Sink(Protocol):
@@ -103,3 +104,23 @@ class SpoolSink:
         if self._file is not None:
             self._publish()
         return self.published
+
+
+def sink_for(target: str, settings: EmitterSettings) -> Sink:
+    """The sink ``routewatch replay --to target`` writes to, configured by ``settings``."""
+    if target == "stdout":
+        return StdoutSink()
+    if target == "spool":
+        return SpoolSink(
+            settings.spool_dir, settings.spool_roll_events, settings.spool_roll_interval_s
+        )
+    return KafkaSink(
+        settings.kafka_bootstrap,
+        settings.kafka_topic,
+        settings.kafka_api_version,
+        acks=settings.kafka_acks,
+        linger_ms=settings.kafka_linger_ms,
+        batch_bytes=settings.kafka_batch_bytes,
+        compression=settings.kafka_compression,
+        retries=settings.kafka_retries,
+    )
