@@ -28,7 +28,7 @@ file per second of traffic. Three phases, in one Spark session (``local[2]``, dr
    step), or how many seconds of traffic it was behind.
 
 Records ``fleet_max_speed`` (the highest sustained speed; 0 if none), ``ceiling_ratio`` and
-``jvm_rss_gib`` (the Spark JVM's peak resident memory over the whole run) in
+``jvm_rss_gib`` (the Spark JVM's peak resident memory, VmHWM, over the whole run) in
 ``benchmarks/results/latest.json``, section ``fleet``.
 """
 
@@ -38,7 +38,6 @@ import argparse
 import os
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -258,26 +257,6 @@ def realtime(
     return steps
 
 
-class RssWatch:
-    """Samples the Spark JVM's peak RSS in the background (the JVM may outlive no sample)."""
-
-    def __init__(self) -> None:
-        self.peak = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            self.peak = max(self.peak, jvm_rss_gib())
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, jvm_rss_gib())
-        return self.peak
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=10)
@@ -315,7 +294,6 @@ def main() -> None:
         conf = {"spark.driver.memory": "2g", "spark.sql.streaming.numRecentProgressUpdates": "2000"}
         spark = spark_session("local[2]", "routewatch-bench", conf)
         spark.sparkContext.setLogLevel("ERROR")
-        rss = RssWatch()
         try:
             bare = bare_rate(spark, settings.spool_dir, Path(tmp) / "bare-checkpoint", args.warm)
             print(f"bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
@@ -323,7 +301,7 @@ def main() -> None:
             print(f"full pipeline: {full.per_s:,.0f} events/s", flush=True)
             steps = realtime(spark, settings, files, measured, speeds, args.step, args.drain)
         finally:
-            peak = rss.stop()
+            peak = jvm_rss_gib()  # VmHWM: the JVM's high-water mark since it started
             spark.stop()
     report(args, per_s, mb_per_s, bare, full, steps, peak)
 

@@ -163,7 +163,8 @@ class ClusterProcessor(StatefulProcessor):
         intake.arrivals = stored.get("arrivals", 0)
         seen_keys = set(stored.get("seen_keys", []))
         held = _json_value(self.held_json_state) or []
-        if self.held_state.exists():
+        self.held_listed = self.held_state.exists()
+        if self.held_listed:
             held += list(self.held_state.get())
         intake.load_held(held)
         for bucket in sorted({ts // 1000 for _, ts, _, _ in arrivals} & seen_keys):
@@ -194,7 +195,7 @@ class ClusterProcessor(StatefulProcessor):
             self.held_json_state.update((orjson.dumps(held).decode(),))
         elif self.held_json_state.exists():
             self.held_json_state.clear()
-        if self.held_state.exists():
+        if self.held_listed:
             self.held_state.clear()
 
     def _load_engine(self, cluster: str) -> ClusterEngine:
