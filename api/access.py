@@ -26,7 +26,15 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
+# Idle read-only connections kept for the next requests: as many as requests run at once in
+# the worker threads that matter here (more are opened when needed, and closed after use).
+IDLE_READERS = 64
+
+
 class StoreAccess:
+    """Opens the store for the API, and keeps idle read-only connections for reuse: opening
+    one per request cost more than most requests' reads."""
+
     def __init__(self, url: str) -> None:
         self.url = url
         self.postgres = url.startswith(POSTGRES_SCHEMES)
@@ -35,6 +43,8 @@ class StoreAccess:
         self.where = redacted(url) if self.postgres else str(self.path)
         self._migrated = False
         self._lock = threading.Lock()
+        self._idle: list[Store] = []
+        self.opened = 0  # read-only connections opened so far (the tests count them)
 
     def open(self, timeout_s: float = 5.0) -> Store:
         """A read-only connection; :class:`StoreUnavailableError` when there is no store yet."""
@@ -52,7 +62,35 @@ class StoreAccess:
                     finally:
                         writer.close()
                     self._migrated = True
-        return Store(self.url, readonly=True, timeout_s=timeout_s)
+        store = Store(self.url, readonly=True, timeout_s=timeout_s)
+        self.opened += 1
+        return store
+
+    def take_reader(self) -> Store | None:
+        """An idle read-only connection, or None (then :meth:`open` one). None also when the
+        SQLite file is gone, so that :meth:`open` says so."""
+        if self.path is not None and not self.path.exists():
+            self.close_idle()
+            return None
+        with self._lock:
+            return self._idle.pop() if self._idle else None
+
+    def give_back(self, store: Store, reusable: bool) -> None:
+        """Keep ``store`` for the next request when ``reusable`` (its request ended without an
+        error) and no transaction is left open on it; close it otherwise."""
+        if reusable and not store.in_transaction():
+            with self._lock:
+                if len(self._idle) < IDLE_READERS:
+                    self._idle.append(store)
+                    return
+        store.close()
+
+    def close_idle(self) -> None:
+        """Close the idle connections (at shutdown)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for store in idle:
+            store.close()
 
     def busy(self, exc: sqlite3.Error) -> StoreUnavailableError:
         """What a read that met another connection's lock means: the store is briefly busy."""

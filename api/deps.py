@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Request
 
 from api.access import StoreAccess
@@ -27,7 +28,7 @@ __all__ = [
 SQLITE_INT_MAX = 2**63 - 1
 
 
-def get_settings(request: Request) -> ApiSettings:
+async def get_settings(request: Request) -> ApiSettings:
     settings: ApiSettings = request.app.state.settings
     return settings
 
@@ -35,7 +36,7 @@ def get_settings(request: Request) -> ApiSettings:
 SettingsDep = Annotated[ApiSettings, Depends(get_settings)]
 
 
-def get_access(request: Request) -> StoreAccess:
+async def get_access(request: Request) -> StoreAccess:
     access: StoreAccess = request.app.state.store_access
     return access
 
@@ -43,18 +44,25 @@ def get_access(request: Request) -> StoreAccess:
 AccessDep = Annotated[StoreAccess, Depends(get_access)]
 
 
-def get_store(access: AccessDep) -> Iterator[Store]:
-    store = access.open()
+async def get_store(access: AccessDep) -> AsyncIterator[Store]:
+    """A read-only connection for the request: an idle one, or one opened in a worker thread
+    (the store's drivers block). Dependencies here are ``async`` because FastAPI runs a plain
+    one in the thread pool, and each hop there cost more than the work it did."""
+    store = access.take_reader()
+    if store is None:
+        store = await anyio.to_thread.run_sync(access.open)
+    reusable = False
     try:
         yield store
+        reusable = True
     finally:
-        store.close()
+        access.give_back(store, reusable)
 
 
 StoreDep = Annotated[Store, Depends(get_store)]
 
 
-def get_topic_cache(request: Request) -> TopicCache:
+async def get_topic_cache(request: Request) -> TopicCache:
     cache: TopicCache = request.app.state.topic_cache
     return cache
 
@@ -62,7 +70,7 @@ def get_topic_cache(request: Request) -> TopicCache:
 TopicCacheDep = Annotated[TopicCache, Depends(get_topic_cache)]
 
 
-def reject_unknown_params(request: Request) -> None:
+async def reject_unknown_params(request: Request) -> None:
     """Refuse query parameters the endpoint does not declare (a typo must not go unnoticed)."""
     route = request.scope.get("route")
     dependant = getattr(route, "dependant", None)

@@ -18,6 +18,13 @@ class ApiSettings(Settings):
         default=None,
         description="Bearer token for POST /alerts/{id}/ack and /silence; unset disables them.",
     )
+    api_worker_threads: int = Field(
+        default=4,
+        ge=1,
+        le=256,
+        description="Threads that run the API's store reads; more queue for Python's GIL and "
+        "make each request slower under load.",
+    )
     metrics_max_topics: int = Field(
         default=200,
         gt=0,

@@ -2,8 +2,9 @@
 
 The store changes only when the stream job commits a micro-batch, so ``GET /topics`` (and the
 per-topic metrics) between two batches reuse one :class:`~routewatch.store.views.TopicIndex`,
-built by SQL aggregation; only the routes of the topics on a page are read, once per version for
-a page asked for again (the pages asked for last are kept, up to ``MAX_PAGE_TOPICS`` topics).
+built by SQL aggregation; only the routes of the topics on a page are read, and a page is kept
+rendered as JSON for the requests that ask for it again in the same version (the pages asked
+for last are kept, up to ``MAX_PAGE_TOPICS`` topics).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from api.models import TopicsPublic
 from routewatch.store import Store
 from routewatch.store.views import StoreVersion, TopicIndex, store_version, topic_index
 
-__all__ = ["MAX_PAGE_TOPICS", "PageKey", "TopicCache"]
+__all__ = ["MAX_PAGE_TOPICS", "PageKey", "RenderedPage", "TopicCache"]
 
 # Topics on the pages kept per version (an empty page counts as one): a few tens of MB at most,
 # and room for the pages that dashboards poll.
@@ -26,13 +27,25 @@ MAX_PAGE_TOPICS = 5_000
 PageKey = tuple[Any, ...]  # what determines a page: its filters, cursor and limit
 
 
+@dataclass(frozen=True)
+class RenderedPage:
+    """A page of ``GET /topics`` as the API sends it."""
+
+    body: bytes  # JSON
+    topics: int  # on the page
+
+    @classmethod
+    def of(cls, page: TopicsPublic) -> RenderedPage:
+        return cls(page.model_dump_json().encode(), len(page.data))
+
+
 @dataclass
 class _Version:
     index: TopicIndex
-    pages: OrderedDict[PageKey, TopicsPublic] = field(default_factory=OrderedDict)
+    pages: OrderedDict[PageKey, RenderedPage] = field(default_factory=OrderedDict)
     topics: int = 0  # on the pages kept
 
-    def keep(self, key: PageKey, page: TopicsPublic) -> None:
+    def keep(self, key: PageKey, page: RenderedPage) -> None:
         """Keep ``page``, dropping the least recently asked for beyond ``MAX_PAGE_TOPICS``."""
         if key not in self.pages:
             self.pages[key] = page
@@ -42,8 +55,8 @@ class _Version:
             self.topics -= _weight(dropped)
 
 
-def _weight(page: TopicsPublic) -> int:
-    return max(1, len(page.data))
+def _weight(page: RenderedPage) -> int:
+    return max(1, page.topics)
 
 
 class TopicCache:
@@ -70,16 +83,18 @@ class TopicCache:
 
     def page(
         self, store: Store, key: PageKey, make: Callable[[TopicIndex], TopicsPublic]
-    ) -> TopicsPublic:
+    ) -> RenderedPage:
         """The page ``key`` of the store's current version: made by ``make`` (inside the same
-        snapshot, as :meth:`get`) the first time it is asked for, then kept with the version."""
+        snapshot, as :meth:`get`) and rendered the first time it is asked for, then kept with
+        the version."""
         version = self._current(store)
         with self._lock:
             page = version.pages.get(key)
             if page is not None:
                 version.pages.move_to_end(key)
                 return page
-        page = make(version.index)  # outside the lock: a page is quick, and may be made twice
+        # outside the lock: a page is quick, and may be made twice
+        page = RenderedPage.of(make(version.index))
         with self._lock:
             version.keep(key, page)
         return page

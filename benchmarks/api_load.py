@@ -15,7 +15,7 @@ fleet topic.
 
 The load is open-loop: request ``i`` falls due at ``start + i / rate``, alternating ``/alerts``
 and ``/topics`` (half the rate each), whatever came back before it; ``--connections`` threads,
-one httpx connection each (one shared ``httpx.Client``), send the due requests in order. A
+one keep-alive ``http.client`` connection each, send the due requests in order. A
 request's latency runs from its *due* time to the end of its response, so waiting for the
 scheduler or for a free connection counts (no coordinated omission). Non-2xx answers and
 transport errors are errors, and so is any request not answered within ``--timeout`` of its due
@@ -24,8 +24,8 @@ time. Every request, errors included, is in the percentiles; a timed-out one cou
 
 Prints per run and endpoint p50/p95/p99/max and errors, the median over runs of each endpoint's
 p99, and per run: how late the scheduler ever was (if it falls behind, the figures are the
-client's, not the API's), the API's CPU use, and what the job did meanwhile (batches, input
-rows, batch duration, event-time lag). Records it all in ``benchmarks/results/latest.json``,
+client's, not the API's), the CPU the API and the load itself used, and what the job did
+meanwhile (batches, input rows, batch duration, event-time lag). Records it all in ``benchmarks/results/latest.json``,
 section ``api_load``, with the headline ``api_p99_ms``: the median over runs of the worse of the
 two endpoints' p99, in ms. Every process it started is stopped by PID at the end (SIGTERM, then
 SIGKILL for what lingers), also on Ctrl-C, SIGTERM or an error.
@@ -37,6 +37,7 @@ import argparse
 import contextlib
 import dataclasses
 import heapq
+import http.client
 import math
 import os
 import queue
@@ -48,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -249,7 +251,41 @@ def wait_until_loaded(url: str, children: Children, topics: int, db: Path) -> di
 # -- the load -------------------------------------------------------------------------------
 
 
-def one_request(client: httpx.Client, endpoint: str, due: float, timeout_s: float) -> Sample:
+class Connection:
+    """One keep-alive HTTP/1.1 connection of the load (``http.client``: a quarter of httpx's
+    CPU per request, which matters when the load shares the machine's two cores with the API
+    and the job it measures); reopened after an error."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.conn: http.client.HTTPConnection | None = None
+
+    def get(self, path: str, timeout_s: float) -> int:
+        """The status of ``GET path``, its body read; raises OSError or HTTPException."""
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+        try:
+            self.conn.timeout = timeout_s
+            if self.conn.sock is not None:
+                self.conn.sock.settimeout(timeout_s)
+            self.conn.request("GET", path)
+            response = self.conn.getresponse()
+            response.read()
+            if response.will_close:
+                self.close()
+            return response.status
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def one_request(conn: Connection, endpoint: str, due: float, timeout_s: float) -> Sample:
     """Send it now (it was due at ``due``); an answer later than ``timeout_s`` after ``due``
     is a timeout."""
     left = due + timeout_s - time.monotonic()
@@ -258,12 +294,12 @@ def one_request(client: httpx.Client, endpoint: str, due: float, timeout_s: floa
         error = "timeout"  # it waited that long for a free connection: never sent
     else:
         try:
-            response = client.get(endpoint, timeout=left)
-            if not response.is_success:
-                error = f"HTTP {response.status_code}"
-        except httpx.TimeoutException:
+            status = conn.get(endpoint, left)
+            if not 200 <= status < 300:
+                error = f"HTTP {status}"
+        except TimeoutError:
             error = "timeout"
-        except httpx.HTTPError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             error = type(exc).__name__
     latency_s = time.monotonic() - due
     if error is None and latency_s > timeout_s:
@@ -272,44 +308,48 @@ def one_request(client: httpx.Client, endpoint: str, due: float, timeout_s: floa
 
 
 def connection(
-    client: httpx.Client,
+    url: str,
     due: queue.SimpleQueue[tuple[str, float] | None],
     timeout_s: float,
     samples: list[Sample],
 ) -> None:
     """One connection's worth of requests: the next due request as soon as the last is done."""
-    while (job := due.get()) is not None:
-        samples.append(one_request(client, *job, timeout_s))
+    conn = Connection(url)
+    try:
+        while (job := due.get()) is not None:
+            samples.append(one_request(conn, *job, timeout_s))
+    finally:
+        conn.close()
 
 
 def open_loop(
     url: str, rate: float, duration_s: float, timeout_s: float, connections: int
-) -> tuple[list[Sample], float]:
+) -> tuple[list[Sample], float, float]:
     """Request ``i`` falls due at ``start + i / rate``, whatever came back before it; the
-    ``connections`` threads send them in order. Returns the samples and how late, at most, the
-    scheduler made a request due."""
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    ``connections`` threads send them in order. Returns the samples, how late, at most, the
+    scheduler made a request due, and the CPU the load itself used, in cores."""
     due: queue.SimpleQueue[tuple[str, float] | None] = queue.SimpleQueue()
     samples: list[Sample] = []
     late_s = 0.0
-    with httpx.Client(base_url=url, limits=limits) as client:
-        threads = [
-            threading.Thread(target=connection, args=(client, due, timeout_s, samples), daemon=True)
-            for _ in range(connections)
-        ]
-        for thread in threads:
-            thread.start()
-        start = time.monotonic() + 0.1
-        for i in range(round(rate * duration_s)):
-            at = start + i / rate
-            time.sleep(max(at - time.monotonic(), 0))
-            late_s = max(late_s, time.monotonic() - at)
-            due.put((ENDPOINTS[i % len(ENDPOINTS)], at))
-        for _ in threads:
-            due.put(None)
-        for thread in threads:
-            thread.join()
-    return samples, late_s
+    threads = [
+        threading.Thread(target=connection, args=(url, due, timeout_s, samples), daemon=True)
+        for _ in range(connections)
+    ]
+    cpu_before, wall_before = time.process_time(), time.monotonic()
+    for thread in threads:
+        thread.start()
+    start = time.monotonic() + 0.1
+    for i in range(round(rate * duration_s)):
+        at = start + i / rate
+        time.sleep(max(at - time.monotonic(), 0))
+        late_s = max(late_s, time.monotonic() - at)
+        due.put((ENDPOINTS[i % len(ENDPOINTS)], at))
+    for _ in threads:
+        due.put(None)
+    for thread in threads:
+        thread.join()
+    load_cores = (time.process_time() - cpu_before) / (time.monotonic() - wall_before)
+    return samples, late_s, load_cores
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -368,7 +408,9 @@ def one_run(args: argparse.Namespace, n: int, tmp: Path, children: Children) -> 
             flush=True,
         )
         cpu_before, since_ms = cpu_seconds(api.pid), int(time.time() * 1000)
-        samples, late_s = open_loop(url, args.rate, args.duration, args.timeout, args.connections)
+        samples, late_s, load_cores = open_loop(
+            url, args.rate, args.duration, args.timeout, args.connections
+        )
         cpu_s, until_ms = cpu_seconds(api.pid) - cpu_before, int(time.time() * 1000)
         children.check()
     finally:
@@ -381,6 +423,7 @@ def one_run(args: argparse.Namespace, n: int, tmp: Path, children: Children) -> 
         "worse_p99_ms": max(f["p99_ms"] for f in figures.values()),
         "scheduler_late_max_ms": late_s * 1000,
         "api_cpu_cores": cpu_s / ((until_ms - since_ms) / 1000),
+        "load_cpu_cores": load_cores,
         "listed_before": listed,
         "replay_running": children.started["replay"].poll() is None,
         "job": job_figures(db, since_ms, until_ms),
@@ -408,6 +451,7 @@ def job_row(n: int, run: dict[str, Any]) -> list[object]:
         n,
         run["scheduler_late_max_ms"],
         run["api_cpu_cores"],
+        run["load_cpu_cores"],
         job["batches"],
         job["input_rows"],
         job["batch_duration_median_ms"],
@@ -426,7 +470,8 @@ def print_report(runs: list[dict[str, Any]]) -> None:
     print()
     print_table(
         [
-            *("run", "scheduler late max ms", "API CPU cores", "job batches", "input rows"),
+            *("run", "scheduler late max ms", "API CPU cores", "load CPU cores", "job batches"),
+            "input rows",
             *("batch median ms", "lag max s", "alerts before", "topics before", "replay running"),
         ],
         [job_row(n, run) for n, run in enumerate(runs, 1)],

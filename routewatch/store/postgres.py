@@ -131,5 +131,8 @@ class PgConnection:
         values = [_value(p) for p in params]
         return _Cursor(self.conn.execute(query, values))
 
+    def in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE
+
     def close(self) -> None:
         self.conn.close()

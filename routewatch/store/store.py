@@ -108,6 +108,11 @@ class Store:
         with contextlib.suppress(*self.unavailable):
             self.db.close()
 
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open on this connection (one a reader left behind must
+        not be handed to the next)."""
+        return bool(self.db.in_transaction() if self.postgres else self.db.in_transaction)
+
     def _rollback(self) -> None:
         """Roll back what is open; a rollback that fails (the connection is gone, or SQLite
         already rolled back) must not hide the error that led here."""

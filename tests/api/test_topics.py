@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from api import ApiSettings, create_app
 from api.models import TopicPublic, TopicsPublic
-from api.topic_cache import MAX_PAGE_TOPICS, PageKey, TopicCache
+from api.topic_cache import MAX_PAGE_TOPICS, PageKey, RenderedPage, TopicCache
 from emitter.trace import write_trace
 from routewatch.settings import load
 from routewatch.store import Store
@@ -202,7 +202,7 @@ def test_pages_are_kept_per_version_up_to_a_bound_on_their_topics(store_dir: Pat
         system=False,
     )
 
-    def page(key: PageKey) -> TopicsPublic:
+    def page(key: PageKey) -> RenderedPage:
         def make(index: TopicIndex) -> TopicsPublic:
             made[key] += 1
             return TopicsPublic(data=[item] * 1000, count=len(index.topics), next=None)

@@ -1,0 +1,72 @@
+"""How the API opens the store: read-only connections kept and reused between requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from api import ApiSettings, create_app
+from api.access import IDLE_READERS, StoreAccess
+from routewatch.settings import load
+from routewatch.store import open_store
+
+
+def _app(data_dir: Path) -> tuple[TestClient, StoreAccess]:
+    settings = load(ApiSettings, data_dir=data_dir)
+    open_store(settings.store_url).close()  # an empty store, as the job creates it
+    client = TestClient(create_app(settings))
+    return client, client.app.state.store_access  # type: ignore[attr-defined]
+
+
+def test_requests_reuse_one_idle_connection(tmp_path: Path) -> None:
+    client, access = _app(tmp_path)
+
+    for path in ["/alerts", "/topics", "/brokers", "/quarantine"] * 5:
+        assert client.get(path).status_code == 200
+
+    assert access.opened == 1
+
+
+def test_a_request_that_fails_does_not_hand_its_connection_on(tmp_path: Path) -> None:
+    client, access = _app(tmp_path)
+    assert client.get("/alerts").status_code == 200
+
+    assert client.get("/alerts?cursor=not-a-cursor").status_code == 400
+    assert client.get("/alerts").status_code == 200
+
+    assert access.opened == 2  # the failed request's connection was closed, not kept
+
+
+def test_a_connection_left_in_a_transaction_is_closed_not_kept(tmp_path: Path) -> None:
+    _, access = _app(tmp_path)
+    store = access.open()
+    store.db.execute("BEGIN")
+    store.db.execute("SELECT COUNT(*) FROM alerts").fetchone()
+
+    access.give_back(store, reusable=True)
+
+    assert access.take_reader() is None
+
+
+def test_idle_connections_are_kept_up_to_a_bound(tmp_path: Path) -> None:
+    _, access = _app(tmp_path)
+    stores = [access.open() for _ in range(IDLE_READERS + 2)]
+
+    for store in stores:
+        access.give_back(store, reusable=True)
+
+    kept = [access.take_reader() for _ in range(IDLE_READERS + 2)]
+    assert sum(store is not None for store in kept) == IDLE_READERS
+
+
+def test_a_store_removed_under_a_serving_api_is_reported_missing(tmp_path: Path) -> None:
+    client, _ = _app(tmp_path)
+    assert client.get("/alerts").status_code == 200  # an idle connection is kept
+
+    for name in ["routewatch.db", "routewatch.db-wal", "routewatch.db-shm"]:
+        (tmp_path / name).unlink(missing_ok=True)
+    response = client.get("/alerts")
+
+    assert response.status_code == 503
+    assert "does not exist yet" in response.json()["detail"]
