@@ -25,10 +25,11 @@ time. Every request, errors included, is in the percentiles; a timed-out one cou
 Prints per run and endpoint p50/p95/p99/max and errors, the median over runs of each endpoint's
 p99, and per run: how late the scheduler ever was (if it falls behind, the figures are the
 client's, not the API's), the CPU the API and the load itself used, and what the job did
-meanwhile (batches, input rows, batch duration, event-time lag). Records it all in ``benchmarks/results/latest.json``,
-section ``api_load``, with the headline ``api_p99_ms``: the median over runs of the worse of the
-two endpoints' p99, in ms. Every process it started is stopped by PID at the end (SIGTERM, then
-SIGKILL for what lingers), also on Ctrl-C, SIGTERM or an error.
+meanwhile (batches, input rows, batch duration, event-time lag). Records it all in
+``benchmarks/results/latest.json``, section ``api_load``, with the headline ``api_p99_ms``: the
+median over runs of the worse of the two endpoints' p99, in ms. Every process it started is
+stopped by PID at the end (SIGTERM, then SIGKILL for what lingers), also on Ctrl-C, SIGTERM or
+an error.
 """
 
 from __future__ import annotations

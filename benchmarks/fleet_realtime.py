@@ -2,11 +2,12 @@
 speed it sustains in real time.
 
     .venv/bin/python -m benchmarks.fleet_realtime [--clusters 10] [--warm 30] [--steady 30]
-        [--speeds 0.5,0.75,1,1.25,1.5,2,3] [--step 30]
+        [--speeds 0.5,1,1.5,2,3,4,5,6] [--step 30]
 
 The fleet (``emitter.fleet``: by default 10 clusters x 10 brokers x 10,000 topics, 2
 NameServers, parts of 800 topics, 1,000 producers, 10,000 sends/s) is written as one spool
-file per second of traffic. Three phases, in one Spark session (``local[2]``, driver 2 GiB):
+file per second of traffic. Three phases, in one Spark session (``local[2]``, a driver heap of
+``--driver-memory``, 1536m by default):
 
 1. **Bare source + parse**: the spool's text source and stage 1 (``read_events``: parse and
    validate) into Spark's no-op sink, one second of traffic per micro-batch, over the first
@@ -124,20 +125,33 @@ class Rate:
     events: int = 0
     seconds: float = 0.0
     durations: list[float] = field(default_factory=list)
+    # per part of a batch (Spark's durationMs, and the stateful operator's update and commit
+    # times), its median over the batches, in ms
+    parts: dict[str, float] = field(default_factory=dict)
 
     @property
     def per_s(self) -> float:
         return self.events / self.seconds if self.seconds else 0.0
 
 
+STATE_PARTS = ("allUpdatesTimeMs", "commitTimeMs")
+
+
 def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
     rate = Rate()
+    parts: dict[str, list[float]] = {}
     for p in progress:
         if p["batchId"] >= first_batch and p["numInputRows"]:
             seconds = p["durationMs"]["triggerExecution"] / 1000
             rate.events += p["numInputRows"]
             rate.seconds += seconds
             rate.durations.append(seconds)
+            for name, ms in p["durationMs"].items():
+                parts.setdefault(name, []).append(ms)
+            for op in p["stateOperators"]:
+                for name in STATE_PARTS:
+                    parts.setdefault(f"state.{name}", []).append(op[name])
+    rate.parts = {name: median(values) for name, values in sorted(parts.items())}
     return rate
 
 
@@ -262,8 +276,11 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--warm", type=int, default=30, help="seconds of traffic to warm up")
     parser.add_argument("--steady", type=int, default=30, help="seconds measured after them")
-    parser.add_argument("--speeds", default="0.5,0.75,1,1.25,1.5,2,3")
+    parser.add_argument("--speeds", default="0.5,1,1.5,2,3,4,5,6")
     parser.add_argument("--step", type=float, default=30.0, help="wall seconds per speed")
+    parser.add_argument(
+        "--driver-memory", default="1536m", help="the Spark JVM's heap (spark.driver.memory)"
+    )
     parser.add_argument(
         "--drain",
         type=float,
@@ -291,7 +308,10 @@ def main() -> None:
         )
         for second in range(measured):
             files.publish(second)
-        conf = {"spark.driver.memory": "2g", "spark.sql.streaming.numRecentProgressUpdates": "2000"}
+        conf = {
+            "spark.driver.memory": args.driver_memory,
+            "spark.sql.streaming.numRecentProgressUpdates": "2000",
+        }
         spark = spark_session("local[2]", "routewatch-bench", conf)
         spark.sparkContext.setLogLevel("ERROR")
         try:
@@ -338,6 +358,12 @@ def report(
             ],
         ],
     )
+    print("\nmedian batch, by part (ms): Spark's durationMs, and the stateful operator's")
+    names = sorted(set(bare.parts) | set(full.parts))
+    print_table(
+        ["part", "bare source + parse", "full pipeline"],
+        [[name, bare.parts.get(name, "-"), full.parts.get(name, "-")] for name in names],
+    )
     print()
     print_table(
         ["speed", "events/s offered", "MB/s", "batch median s", "drained after s", "behind s"],
@@ -361,6 +387,9 @@ def report(
         "fleet",
         {
             "clusters": args.clusters,
+            "driver_memory": args.driver_memory,
+            "bare_batch_parts_median_ms": bare.parts,
+            "full_batch_parts_median_ms": full.parts,
             "steady_traffic_events_per_s": per_s,
             "steady_traffic_mb_per_s": mb_per_s,
             "bare_events_per_s": bare.per_s,

@@ -26,7 +26,7 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.intake import Intake
+from streaming.engine.intake import Held, Intake
 from streaming.engine.state import (
     Config,
     LazyMap,
@@ -44,6 +44,7 @@ CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload stri
 QUARANTINE_KEY = "\u0000quarantine"
 BUCKETS = 256
 HELD_SCHEMA = "ts long, seq long, arrival long, event_id string, value string"
+HELD_AT = "held_at"  # in the intake state: held events are in the per-second map state
 Arrival = tuple[str, int, int | None, str]
 
 
@@ -115,9 +116,11 @@ class ClusterProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta_state = handle.getValueState("meta", "json string")
         self.intake_state = handle.getValueState("intake", "json string")
-        # held events: one JSON value, read and written whole each batch (a list state costs a
-        # pickled row and a schema parse per event); "held" is the list of earlier versions,
-        # read once after an upgrade and then cleared
+        # held events, per second of ts (a JSON list each): a batch reads the seconds it
+        # releases or adds to and writes the ones it changed, not every held event (which a
+        # 2 s lateness bound makes 2-3 s of a cluster's traffic). Earlier versions kept them in
+        # one JSON value ("held_json") or a list ("held"): read once after an upgrade, cleared.
+        self.held_at_state = handle.getMapState("held_at", "second long", "rows string")
         self.held_json_state = handle.getValueState("held_json", "json string")
         self.held_state = handle.getListState("held", HELD_SCHEMA)
         self.seen_state = handle.getMapState("seen", "bucket long", "ids string")
@@ -162,11 +165,18 @@ class ClusterProcessor(StatefulProcessor):
         intake.max_received = stored.get("max_received")
         intake.arrivals = stored.get("arrivals", 0)
         seen_keys = set(stored.get("seen_keys", []))
-        held = _json_value(self.held_json_state) or []
-        self.held_listed = self.held_state.exists()
-        if self.held_listed:
-            held += list(self.held_state.get())
-        intake.load_held(held)
+        counts = {int(second): int(n) for second, n in stored.get("held_counts", [])}
+        self.held_stored = set(counts)
+        intake.keep_stored(counts, self._held_bucket)
+        # the held events of earlier versions (until a batch of this one saved its state)
+        self.held_upgraded = bool(stored) and HELD_AT not in stored
+        if self.held_upgraded:
+            held = _json_value(self.held_json_state) or []
+            if self.held_state.exists():
+                held += list(self.held_state.get())
+            intake.load_held(held)
+            # (which did not store the arrival count: new arrivals come after the held ones)
+            intake.arrivals = max([intake.arrivals, *(h.arrival for h in intake.held)])
         for bucket in sorted({ts // 1000 for _, ts, _, _ in arrivals} & seen_keys):
             row = self.seen_state.getValue((bucket,))
             if row:
@@ -183,20 +193,26 @@ class ClusterProcessor(StatefulProcessor):
             for bucket in sorted(b for b in seen_keys if b < oldest):
                 self.seen_state.removeKey((bucket,))
                 seen_keys.discard(bucket)
-        self.intake_state.update(
-            (
-                orjson.dumps(
-                    {"max_received": intake.max_received, "seen_keys": sorted(seen_keys)}
-                ).decode(),
-            )
-        )
-        held = intake.held_rows()
-        if held:
-            self.held_json_state.update((orjson.dumps(held).decode(),))
-        elif self.held_json_state.exists():
+        for second, rows in sorted(intake.changed_held().items()):
+            if rows:
+                self.held_at_state.updateValue((second,), (orjson.dumps(rows).decode(),))
+            elif second in self.held_stored:
+                self.held_at_state.removeKey((second,))
+        stored = {
+            "max_received": intake.max_received,
+            "arrivals": intake.arrivals,  # held events keep their arrival order across batches
+            "seen_keys": sorted(seen_keys),
+            "held_counts": sorted(intake.held_counts.items()),
+            HELD_AT: True,
+        }
+        self.intake_state.update((orjson.dumps(stored).decode(),))
+        if self.held_upgraded:
             self.held_json_state.clear()
-        if self.held_listed:
             self.held_state.clear()
+
+    def _held_bucket(self, second: int) -> list[Held]:
+        row = self.held_at_state.getValue((second,))
+        return [Held(*r) for r in orjson.loads(row[0])] if row else []
 
     def _load_engine(self, cluster: str) -> ClusterEngine:
         stored = _json_value(self.meta_state)
@@ -322,7 +338,7 @@ def _outputs(
         rows.append(
             (cluster, "late", "late", None, orjson.dumps({"raw": raw, "detail": detail}).decode())
         )
-    clock = {"max_received": intake.max_received, "held": len(intake.held)}
+    clock = {"max_received": intake.max_received, "held": intake.held_count}
     rows.append((cluster, "clock", cluster, engine.meta.stream_time, orjson.dumps(clock).decode()))
     return pd.DataFrame(rows, columns=["cluster", "kind", "key", "at", "payload"]).astype(
         {"at": "Int64"}

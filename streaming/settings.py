@@ -35,6 +35,12 @@ class StreamingSettings(Settings):
         description="Maven coordinates Spark fetches at start (spark.jars.packages), e.g. "
         "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0 for Spark's own Kafka source.",
     )
+    spark_driver_memory: str | None = Field(
+        default=None,
+        pattern=r"^[0-9]+[kKmMgGtT]?$",
+        description="Heap of the job's Spark JVM (spark.driver.memory, e.g. 1536m); unset: "
+        "Spark's default, 1g. Under spark-submit its --driver-memory applies instead.",
+    )
     spark_driver_host: str = Field(
         default="127.0.0.1",
         description="Address the driver binds to and executors reach it at; on a cluster of "
@@ -80,6 +86,8 @@ class StreamingSettings(Settings):
         if not submitted or "spark_driver_host" in self.model_fields_set:
             conf["spark.driver.host"] = self.spark_driver_host
             conf["spark.driver.bindAddress"] = self.spark_driver_host
+        if self.spark_driver_memory and not submitted:  # the driver's JVM is not started yet
+            conf["spark.driver.memory"] = self.spark_driver_memory
         if self.spark_packages:
             conf["spark.jars.packages"] = self.spark_packages
         return conf

@@ -137,13 +137,9 @@ class ClusterEngine:
             self.schedule(reg.expiry_due, "expire", _regkey_json(key))
         if not was_live:
             self._liveness_changed(key, ts)
-        topics = {
-            t: (c["read_queue_nums"], c["write_queue_nums"], c["perm"])
-            for t, c in e["topics"].items()
-        }
         if not e["full"]:
             reg.version = None  # an immediate registration: the next full one is diffed
-            self._apply_table(key, topics, ts, replace=False)
+            self._apply_table(key, _configs(e), ts, replace=False)
         else:
             reg.auto_create = e["auto_create_topic_enable"]
             reg.default_q = e["default_topic_queue_nums"]
@@ -151,6 +147,8 @@ class ClusterEngine:
             parts = e.get("parts") or 1
             complete: dict[str, Config] | None = None
             if version is None or version != reg.version:
+                # (an unchanged data version skips the table: most heartbeats, large ones)
+                topics = _configs(e)
                 if parts <= 1:
                     complete = topics
                 else:
@@ -292,6 +290,13 @@ class ClusterEngine:
         self.book.last_resolved.clear()
         horizon = self.now - FAILURE_QUIET_MS
         self.meta.last_resolved = {k: v for k, v in self.meta.last_resolved.items() if v >= horizon}
+
+
+def _configs(e: dict[str, Any]) -> dict[str, Config]:
+    """A registration's topic table: topic -> (read queues, write queues, perm)."""
+    return {
+        t: (c["read_queue_nums"], c["write_queue_nums"], c["perm"]) for t, c in e["topics"].items()
+    }
 
 
 def _regkey_json(key: RegKey) -> str:

@@ -10,6 +10,7 @@ releases everything at the end of a finite input.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -42,8 +43,12 @@ class IntakeResult:
 class Intake:
     """Holds one cluster's events until the lateness bound lets them be applied in order.
 
-    State (persisted by the caller): ``max_received``, the ``held`` heap, and ``seen`` ids in
-    per-second buckets of event time.
+    State (persisted by the caller): ``max_received``, ``arrivals`` (the last arrival number),
+    the held events and the ``seen`` ids, both in per-second buckets of event time.
+
+    Held events can stay with the caller until they are needed (:meth:`keep_stored`): a bucket
+    is loaded when an event arrives in it or when its events may be released, so a batch reads
+    and writes only the buckets it changes (:meth:`changed_held`), not every held event.
     """
 
     def __init__(self, lateness_ms: int, dedupe_horizon_ms: int) -> None:
@@ -51,7 +56,11 @@ class Intake:
         self.dedupe_horizon_ms = dedupe_horizon_ms
         self.max_received: int | None = None
         self.arrivals = 0
-        self.held: list[Held] = []
+        self.held: list[Held] = []  # a heap, of the loaded buckets' events
+        self.held_counts: dict[int, int] = {}  # per second of ts: events held, loaded or not
+        self.changed_buckets: set[int] = set()  # held buckets that gained or lost events
+        self._stored: list[int] = []  # a heap of held buckets not loaded yet
+        self._load: Callable[[int], Iterable[Held]] | None = None
         self.seen: dict[int, set[str]] = {}
         self.touched_buckets: set[int] = set()
         self.dropped_buckets: set[int] = set()
@@ -83,8 +92,12 @@ class Intake:
             if newest is None or ts > newest:
                 self.max_received = ts
             self.arrivals += 1
+            if bucket in self.held_counts and bucket in self._stored:
+                self._load_bucket(bucket)
             held = Held(ts, _NO_SEQ if seq is None else seq, self.arrivals, event_id, raw)
             heapq.heappush(self.held, held)
+            self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
+            self.changed_buckets.add(bucket)
         self._release(out, final=False)
         self._prune()
         return out
@@ -95,12 +108,25 @@ class Intake:
         self._release(out, final=True)
         return out.released
 
-    def _release(self, out: IntakeResult, *, final: bool) -> None:
+    def _releasable(self, ts: int, final: bool) -> bool:
         newest = self.max_received
-        while self.held and (
-            final or (newest is not None and newest - self.held[0].ts > self.lateness_ms)
-        ):
-            out.released.append(heapq.heappop(self.held))
+        return final or (newest is not None and newest - ts > self.lateness_ms)
+
+    def _release(self, out: IntakeResult, *, final: bool) -> None:
+        while True:
+            # a stored bucket that may hold a releasable event is loaded first, so that events
+            # leave in order across buckets
+            while self._stored and self._releasable(self._stored[0] * 1000, final):
+                self._load_bucket(self._stored[0])
+            if not self.held or not self._releasable(self.held[0].ts, final):
+                return
+            held = heapq.heappop(self.held)
+            bucket = held.ts // 1000
+            self.held_counts[bucket] -= 1
+            if not self.held_counts[bucket]:
+                del self.held_counts[bucket]
+            self.changed_buckets.add(bucket)
+            out.released.append(held)
 
     def _prune(self) -> None:
         if self.max_received is None:
@@ -113,12 +139,39 @@ class Intake:
 
     # -- persistence helpers -------------------------------------------------------------------
 
-    def held_rows(self) -> list[tuple[int, int, int, str, str]]:
-        return [(ts, seq, arrival, eid, value) for ts, seq, arrival, eid, value in self.held]
+    @property
+    def held_count(self) -> int:
+        return sum(self.held_counts.values())
+
+    def keep_stored(self, counts: dict[int, int], load: Callable[[int], Iterable[Held]]) -> None:
+        """Held events stay with the caller, ``counts[second]`` of them per second of ``ts``;
+        ``load(second)`` returns one bucket's (when it is needed, once)."""
+        self.held_counts.update(counts)
+        self._stored = sorted(counts)  # a sorted list is a heap
+        self._load = load
+
+    def _load_bucket(self, bucket: int) -> None:
+        assert self._load is not None
+        self._stored.remove(bucket)  # a few buckets: the lateness bound's seconds
+        heapq.heapify(self._stored)
+        for held in self._load(bucket):
+            heapq.heappush(self.held, held)
+
+    def changed_held(self) -> dict[int, list[tuple[int, int, int, str, str]]]:
+        """The held events of every bucket that changed since loading, as rows (an empty list:
+        the bucket is now empty)."""
+        out: dict[int, list[tuple[int, int, int, str, str]]] = {b: [] for b in self.changed_buckets}
+        for held in self.held:
+            rows = out.get(held.ts // 1000)
+            if rows is not None:
+                rows.append((held.ts, held.seq, held.arrival, held.event_id, held.value))
+        return out
 
     def load_held(self, rows: list[Any]) -> None:
-        self.held = [
-            Held(int(ts), int(seq), int(arrival), str(eid), str(value))
-            for ts, seq, arrival, eid, value in rows
-        ]
-        heapq.heapify(self.held)
+        """Hold ``rows`` (the whole held state of earlier versions), as if they had changed."""
+        for ts, seq, arrival, eid, value in rows:
+            held = Held(int(ts), int(seq), int(arrival), str(eid), str(value))
+            heapq.heappush(self.held, held)
+            bucket = held.ts // 1000
+            self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
+            self.changed_buckets.add(bucket)

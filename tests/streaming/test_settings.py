@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 from streaming.settings import StreamingSettings
 
@@ -33,3 +34,16 @@ def test_under_spark_submit_its_driver_address_stands_unless_routewatch_is_told_
     assert "spark.driver.host" not in load(StreamingSettings).spark_conf()
     monkeypatch.setenv("ROUTEWATCH_SPARK_DRIVER_HOST", "10.0.0.5")
     assert load(StreamingSettings).spark_conf()["spark.driver.host"] == "10.0.0.5"
+
+
+def test_the_driver_heap_is_spark_s_default_unless_set_and_spark_submit_s_under_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert "spark.driver.memory" not in load(StreamingSettings).spark_conf()
+    monkeypatch.setenv("ROUTEWATCH_SPARK_DRIVER_MEMORY", "1536m")
+    assert load(StreamingSettings).spark_conf()["spark.driver.memory"] == "1536m"
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # the JVM runs already: --driver-memory
+    assert "spark.driver.memory" not in load(StreamingSettings).spark_conf()
+    monkeypatch.setenv("ROUTEWATCH_SPARK_DRIVER_MEMORY", "lots")
+    with pytest.raises(RoutewatchError, match="SPARK_DRIVER_MEMORY"):
+        load(StreamingSettings)

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from pyspark.sql import SparkSession
 
@@ -135,3 +136,48 @@ def test_a_checkpoint_of_the_two_branch_plan_resumes_with_it(
     assert checkpoint_sources(checkpoint) == 2
     assert _identity(open_store(settings.store_url).alerts()) == reference
     assert checkpoint_sources(tmp_path / "none") is None
+
+
+def _heartbeat(event_id: str, ts: int, queues: int, full: bool) -> bytes:
+    return orjson.dumps(
+        {
+            "v": 1,
+            "type": "heartbeat",
+            "ts": ts,
+            "cluster": "C",
+            "event_id": event_id,
+            "broker": "broker-a",
+            "broker_addr": "10.0.0.1:10911",
+            "broker_id": 0,
+            "namesrv": "10.0.0.100:9876",
+            "auto_create_topic_enable": False,
+            "default_topic_queue_nums": 8,
+            "full": full,
+            "topics": {"T": {"read_queue_nums": queues, "write_queue_nums": queues, "perm": 6}},
+        }
+    )
+
+
+def test_events_with_the_same_ts_keep_their_arrival_order_across_batches(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Held events keep their arrival numbers from batch to batch: the full table, then the
+    update that arrived after it in the next batch (with the same ts, no seq, and an id that
+    sorts first), leave the topic on the update's 4 queues."""
+    settings = _settings(tmp_path)
+    _publish(
+        settings.spool_dir,
+        [
+            [_heartbeat("z-full", 1_000, 8, True)],
+            [_heartbeat("a-update", 1_000, 4, False)],
+            [_heartbeat("later", 10_000, 4, True)],  # carries stream time past the bound
+        ],
+    )
+
+    _run(spark, settings)
+
+    store = open_store(settings.store_url)
+    routes = store.db.execute(
+        "SELECT write_queue_nums FROM route_intervals WHERE topic = 'T' ORDER BY valid_from"
+    ).fetchall()
+    assert [r[0] for r in routes] == [8, 4]

@@ -1,0 +1,119 @@
+"""The intake's held events, kept by the caller per second of event time between batches."""
+
+from __future__ import annotations
+
+import random
+
+from streaming.engine.intake import Held, Intake
+
+LATENESS_MS = 2_000
+
+
+def _arrivals(n: int, seed: int) -> list[tuple[str, int, int | None, str]]:
+    """Events about 10 ms apart, arriving up to 1.5 s out of order, some sharing a ts (and
+    no seq, so that only their arrival orders them), some repeated."""
+    rng = random.Random(seed)
+    events: list[tuple[str, int, int | None, str]] = []
+    for i in range(n):
+        ts = 1_000_000 + i * 10 - (i % 7 == 0) * rng.randrange(1_500)
+        if i % 5 == 0 and events:
+            ts = events[-1][1]  # the same ts as the one before
+        events.append((f"e{i}", ts, None if i % 3 else i, f"raw{i}"))
+    events += [events[i] for i in range(0, n, 50)]  # duplicates, arriving late
+    rng.shuffle(events[-n // 10 :])
+    return events
+
+
+def _in_memory(arrivals: list[tuple[str, int, int | None, str]], cut: int) -> list[str]:
+    intake = Intake(LATENESS_MS, 300_000)
+    out = []
+    for start in range(0, len(arrivals), cut):
+        out += [h.event_id for h in intake.receive(arrivals[start : start + cut]).released]
+    return out + [h.event_id for h in intake.flush()]
+
+
+class _Caller:
+    """What the stream processor does: held events in per-second buckets between batches,
+    with the intake's counters; counts the buckets read and written."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, list[tuple[int, int, int, str, str]]] = {}
+        self.counts: dict[int, int] = {}
+        self.max_received: int | None = None
+        self.arrivals = 0
+        self.seen: dict[int, set[str]] = {}
+        self.read: list[int] = []
+        self.written: list[int] = []
+
+    def load(self, second: int) -> list[Held]:
+        self.read.append(second)
+        return [Held(*row) for row in self.buckets[second]]
+
+    def batch(self, arrivals: list[tuple[str, int, int | None, str]], final: bool) -> list[str]:
+        intake = Intake(LATENESS_MS, 300_000)
+        intake.max_received, intake.arrivals = self.max_received, self.arrivals
+        intake.seen = {second: set(ids) for second, ids in self.seen.items()}
+        intake.keep_stored(dict(self.counts), self.load)
+        released = [h.event_id for h in intake.receive(arrivals).released]
+        if final:
+            released += [h.event_id for h in intake.flush()]
+        for second, rows in intake.changed_held().items():
+            self.written.append(second)
+            if rows:
+                self.buckets[second] = rows
+            else:
+                self.buckets.pop(second, None)
+        self.counts = dict(intake.held_counts)
+        self.max_received, self.arrivals = intake.max_received, intake.arrivals
+        self.seen = intake.seen
+        assert self.counts == {s: len(rows) for s, rows in self.buckets.items()}
+        assert intake.held_count == sum(len(rows) for rows in self.buckets.values())
+        return released
+
+
+def test_held_events_kept_per_second_are_released_as_if_all_were_in_memory() -> None:
+    arrivals = _arrivals(2_000, seed=7)
+    for cut in (1, 37, 100, 450):
+        caller = _Caller()
+        released = []
+        batches = [arrivals[i : i + cut] for i in range(0, len(arrivals), cut)]
+        for n, batch in enumerate(batches):
+            released += caller.batch(batch, final=n == len(batches) - 1)
+
+        assert released == _in_memory(arrivals, cut)
+        assert caller.buckets == {}
+
+
+def test_a_batch_reads_and_writes_only_the_seconds_it_changes() -> None:
+    # 10 s of events in order, 100 a second, in batches of one second
+    arrivals: list[tuple[str, int, int | None, str]] = [
+        (f"e{i}", 1_000_000 + i * 10, i, f"raw{i}") for i in range(1_000)
+    ]
+    caller = _Caller()
+    for start in range(0, 900, 100):
+        caller.batch(arrivals[start : start + 100], final=False)
+    caller.read.clear()
+    caller.written.clear()
+
+    caller.batch(arrivals[900:1_000], final=False)  # the 10th second
+
+    # held: the last 2 s (1006.990 to 1008.990); the batch releases up to 1007.980 and adds
+    # the 10th second: the second in between (1008) is neither read nor written
+    assert sorted(caller.read) == [1_006, 1_007]
+    assert sorted(caller.written) == [1_006, 1_007, 1_009]
+    assert sorted(caller.buckets) == [1_007, 1_008, 1_009]
+
+
+def test_the_held_state_of_earlier_versions_is_loaded_whole_and_rewritten_per_second() -> None:
+    intake = Intake(LATENESS_MS, 300_000)
+    intake.max_received, intake.arrivals = 1_002_500, 2
+    intake.load_held([(1_001_000, -1, 1, "a", "raw-a"), (1_002_000, -1, 2, "b", "raw-b")])
+
+    released = intake.receive([("c", 1_003_500, None, "raw-c")]).released
+
+    assert [h.event_id for h in released] == ["a"]
+    assert intake.changed_held() == {
+        1_001: [],
+        1_002: [(1_002_000, -1, 2, "b", "raw-b")],
+        1_003: [(1_003_500, -1, 3, "c", "raw-c")],
+    }
