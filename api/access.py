@@ -26,9 +26,10 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-# Idle read-only connections kept for the next requests: as many as requests run at once in
-# the worker threads that matter here (more are opened when needed, and closed after use).
-IDLE_READERS = 64
+# Idle read-only connections kept for the next requests. A request holds its connection from
+# its start, including its wait for a worker thread, so under load more are in use than there
+# are threads; beyond this many, a connection is closed after its request.
+IDLE_READERS = 16
 
 
 class StoreAccess:

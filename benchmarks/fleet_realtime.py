@@ -1,21 +1,22 @@
 """The reference fleet through the streaming job: throughput, the ceiling ratio, and the highest
 speed it sustains in real time.
 
-    .venv/bin/python -m benchmarks.fleet_realtime [--clusters 10] [--warm 30] [--steady 30]
+    .venv/bin/python -m benchmarks.fleet_realtime [--clusters 10] [--warm 32] [--steady 30]
         [--speeds 0.5,1,1.5,2,3,4,5,6] [--step 30]
 
 The fleet (``emitter.fleet``: by default 10 clusters x 10 brokers x 10,000 topics, 2
 NameServers, parts of 800 topics, 1,000 producers, 10,000 sends/s) is written as one spool
 file per second of traffic. Three phases, in one Spark session (``local[2]``, a driver heap of
-``--driver-memory``, 1536m by default):
+``--driver-memory``, Spark's default 1g unless given):
 
 1. **Bare source + parse**: the spool's text source and stage 1 (``read_events``: parse and
    validate) into Spark's no-op sink, one second of traffic per micro-batch, over the first
    ``warm + steady`` seconds.
 2. **Full pipeline**: the job itself (``start_spool_stream``: route tables, alerts, the SQLite
-   store), one second of traffic per micro-batch, over the same files. The first ``warm``
-   seconds hold every broker's first full registration (10,000 topics each); the rate is
-   measured on the ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
+   store), one second of traffic per micro-batch, over the same files. The first 30 seconds
+   hold every broker's first full registration (10,000 topics each), which the job applies up
+   to the lateness bound (2 s) later: ``warm`` is 32 by default. The rate is measured on the
+   ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
    the full pipeline's rate over the bare rate on the same events, measured in the same run.
 3. **Real time**: the same job, restarted on its checkpoint with a 1 s trigger (and given one
    second of traffic, not judged, to load its state), while a writer
@@ -274,12 +275,19 @@ def realtime(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=10)
-    parser.add_argument("--warm", type=int, default=30, help="seconds of traffic to warm up")
+    parser.add_argument(
+        "--warm",
+        type=int,
+        default=32,
+        help="seconds of traffic not measured: the first registrations, and the lateness bound",
+    )
     parser.add_argument("--steady", type=int, default=30, help="seconds measured after them")
     parser.add_argument("--speeds", default="0.5,1,1.5,2,3,4,5,6")
     parser.add_argument("--step", type=float, default=30.0, help="wall seconds per speed")
     parser.add_argument(
-        "--driver-memory", default="1536m", help="the Spark JVM's heap (spark.driver.memory)"
+        "--driver-memory",
+        default="1g",
+        help="the Spark JVM's heap (spark.driver.memory): Spark's default, as routewatch stream's",
     )
     parser.add_argument(
         "--drain",
