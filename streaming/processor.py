@@ -44,7 +44,6 @@ CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload stri
 QUARANTINE_KEY = "\u0000quarantine"
 BUCKETS = 256
 HELD_SCHEMA = "ts long, seq long, arrival long, event_id string, value string"
-HELD_AT = "held_at"  # in the intake state: held events are in the per-second map state
 Arrival = tuple[str, int, int | None, str]
 
 
@@ -168,8 +167,9 @@ class ClusterProcessor(StatefulProcessor):
         counts = {int(second): int(n) for second, n in stored.get("held_counts", [])}
         self.held_stored = set(counts)
         intake.keep_stored(counts, self._held_bucket)
-        # the held events of earlier versions (until a batch of this one saved its state)
-        self.held_upgraded = bool(stored) and HELD_AT not in stored
+        # the held events of earlier versions, whose intake state has no held_counts (until a
+        # batch of this one saved it)
+        self.held_upgraded = bool(stored) and "held_counts" not in stored
         if self.held_upgraded:
             held = _json_value(self.held_json_state) or []
             if self.held_state.exists():
@@ -203,7 +203,6 @@ class ClusterProcessor(StatefulProcessor):
             "arrivals": intake.arrivals,  # held events keep their arrival order across batches
             "seen_keys": sorted(seen_keys),
             "held_counts": sorted(intake.held_counts.items()),
-            HELD_AT: True,
         }
         self.intake_state.update((orjson.dumps(stored).decode(),))
         if self.held_upgraded:

@@ -59,7 +59,7 @@ class Intake:
         self.held: list[Held] = []  # a heap, of the loaded buckets' events
         self.held_counts: dict[int, int] = {}  # per second of ts: events held, loaded or not
         self.changed_buckets: set[int] = set()  # held buckets that gained or lost events
-        self._stored: list[int] = []  # a heap of held buckets not loaded yet
+        self._stored: list[int] = []  # held buckets not loaded yet, sorted
         self._load: Callable[[int], Iterable[Held]] | None = None
         self.seen: dict[int, set[str]] = {}
         self.touched_buckets: set[int] = set()
@@ -92,7 +92,7 @@ class Intake:
             if newest is None or ts > newest:
                 self.max_received = ts
             self.arrivals += 1
-            if bucket in self.held_counts and bucket in self._stored:
+            if bucket in self._stored:
                 self._load_bucket(bucket)
             held = Held(ts, _NO_SEQ if seq is None else seq, self.arrivals, event_id, raw)
             heapq.heappush(self.held, held)
@@ -147,13 +147,12 @@ class Intake:
         """Held events stay with the caller, ``counts[second]`` of them per second of ``ts``;
         ``load(second)`` returns one bucket's (when it is needed, once)."""
         self.held_counts.update(counts)
-        self._stored = sorted(counts)  # a sorted list is a heap
+        self._stored = sorted(counts)
         self._load = load
 
     def _load_bucket(self, bucket: int) -> None:
         assert self._load is not None
-        self._stored.remove(bucket)  # a few buckets: the lateness bound's seconds
-        heapq.heapify(self._stored)
+        self._stored.remove(bucket)  # a few buckets (the lateness bound's seconds): stays sorted
         for held in self._load(bucket):
             heapq.heappush(self.held, held)
 
