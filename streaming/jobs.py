@@ -3,8 +3,11 @@ job over the spool (``stream``). Both wire the same stages of :mod:`streaming.pi
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import os
 import signal
+import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -27,6 +30,7 @@ from streaming.sink import job_name, store_writer
 __all__ = [
     "check_readable",
     "evaluate_traces",
+    "exit_unless_stopped_within",
     "final_alerts",
     "kafka_records",
     "run_stream",
@@ -223,7 +227,14 @@ def start_spool_stream(
     return start_stream(spark, settings, "spool", checkpoint)
 
 
-def _stop_between_batches(query: StreamingQuery, patience_s: float = 120.0) -> None:
+# after Ctrl-C or SIGTERM: the current batch may take this long to finish, stopping the query
+# (Spark's stopTimeout) this long, and the whole stop this long before the process exits anyway
+BATCH_PATIENCE_S = 120.0
+QUERY_STOP_TIMEOUT_S = 30
+STOP_DEADLINE_S = 180.0
+
+
+def _stop_between_batches(query: StreamingQuery, patience_s: float = BATCH_PATIENCE_S) -> None:
     """Stop the query once its current micro-batch is done (or after ``patience_s``: a batch
     cut short is redone from the checkpoint at the next start)."""
     deadline = time.monotonic() + patience_s
@@ -232,10 +243,33 @@ def _stop_between_batches(query: StreamingQuery, patience_s: float = 120.0) -> N
     query.stop()
 
 
+def exit_unless_stopped_within(deadline_s: float) -> threading.Timer:
+    """Exit the process (status 1) if it is still running ``deadline_s`` from now, after
+    logging why and every thread's stack: a stop that hangs (in Spark or py4j) must not keep a
+    stopped job's process, and the JVM it holds, alive. Nothing is lost: the checkpoint redoes
+    an unfinished batch at the next start, and the store applies each batch once."""
+
+    def give_up() -> None:
+        log.error(
+            "the job did not stop within %g s of the signal, so it exits without a clean "
+            "stop; the next start resumes from the checkpoint (stacks follow)",
+            deadline_s,
+        )
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(1)
+
+    timer = threading.Timer(deadline_s, give_up)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
 def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
     spark = spark_session(settings.session_master(), "routewatch-stream", settings.spark_conf())
     spark.sparkContext.setLogLevel("WARN")
+    # (Spark's default, 0, waits for the query's thread forever)
+    spark.conf.set("spark.sql.streaming.stopTimeout", f"{QUERY_STOP_TIMEOUT_S}s")
     query = start_stream(spark, settings, source)
     stopping: list[int] = []
 
@@ -249,11 +283,14 @@ def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
         while not query.awaitTermination(1):
             if stopping:
                 log.info("stopping (signal %d): finishing the current batch", stopping[0])
+                exit_unless_stopped_within(STOP_DEADLINE_S)
                 _stop_between_batches(query)
                 break
-    except Exception as exc:  # the query failed: say so in one line
+    except Exception as exc:  # the query failed, or did not stop in time: say so in one line
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if not stopping:
-            raise RoutewatchError(f"the stream job failed: {str(exc).splitlines()[0]}") from None
+            raise RoutewatchError(f"the stream job failed: {first}") from None
+        log.warning("the query did not stop cleanly (%s); the next start resumes it", first)
     finally:
         spark.stop()
     return 0
