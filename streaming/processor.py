@@ -36,6 +36,7 @@ from streaming.engine.state import (
     reg_id,
     reg_key,
 )
+from streaming.held_rows import pack, unpack
 
 __all__ = ["CHANGES_SCHEMA", "QUARANTINE_KEY", "ClusterProcessor"]
 
@@ -115,10 +116,12 @@ class ClusterProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta_state = handle.getValueState("meta", "json string")
         self.intake_state = handle.getValueState("intake", "json string")
-        # held events, per second of ts (a JSON list each): a batch reads the seconds it
-        # releases or adds to and writes the ones it changed, not every held event (which a
-        # 2 s lateness bound makes 2-3 s of a cluster's traffic). Earlier versions kept them in
-        # one JSON value ("held_json") or a list ("held"): read once after an upgrade, cleared.
+        # held events, per second of ts, packed (streaming.held_rows): a batch reads the
+        # seconds it releases or adds to and writes the ones it changed, not every held event
+        # (which a 2 s lateness bound makes 2-3 s of a cluster's traffic). Earlier versions
+        # kept them per second as JSON ("held_at"), in one JSON value ("held_json") or in a
+        # list ("held"): read once after an upgrade, then cleared.
+        self.held_packed_state = handle.getMapState("held_packed", "second long", "rows binary")
         self.held_at_state = handle.getMapState("held_at", "second long", "rows string")
         self.held_json_state = handle.getValueState("held_json", "json string")
         self.held_state = handle.getListState("held", HELD_SCHEMA)
@@ -165,18 +168,31 @@ class ClusterProcessor(StatefulProcessor):
         intake.arrivals = stored.get("arrivals", 0)
         seen_keys = set(stored.get("seen_keys", []))
         counts = {int(second): int(n) for second, n in stored.get("held_counts", [])}
-        self.held_stored = set(counts)
-        intake.keep_stored(counts, self._held_bucket)
-        # the held events of earlier versions, whose intake state has no held_counts (until a
-        # batch of this one saved it)
-        self.held_upgraded = bool(stored) and "held_counts" not in stored
-        if self.held_upgraded:
-            held = _json_value(self.held_json_state) or []
-            if self.held_state.exists():
-                held += list(self.held_state.get())
+        # where the held events are: packed (this version, or no state yet), or in the form of
+        # an earlier version, which its intake state tells: JSON per second ("held_counts" but
+        # not "held_packed"), or all in one ("held_counts" missing). Earlier forms are read
+        # whole now, and written packed at the end of the batch.
+        self.held_from = (
+            "packed"
+            if not stored or stored.get("held_packed")
+            else "held_at"
+            if "held_counts" in stored
+            else "whole"
+        )
+        self.held_stored = set(counts) if self.held_from == "packed" else set()
+        if self.held_from == "packed":
+            intake.keep_stored(counts, self._held_bucket)
+        else:
+            if self.held_from == "held_at":
+                held = [row for second in sorted(counts) for row in self._held_at_rows(second)]
+            else:
+                held = _json_value(self.held_json_state) or []
+                if self.held_state.exists():
+                    held += list(self.held_state.get())
             intake.load_held(held)
-            # (which did not store the arrival count: new arrivals come after the held ones)
+            # (the oldest did not store the arrival count: new arrivals come after held ones)
             intake.arrivals = max([intake.arrivals, *(h.arrival for h in intake.held)])
+        self.held_at_seconds = sorted(counts) if self.held_from == "held_at" else []
         for bucket in sorted({ts // 1000 for _, ts, _, _ in arrivals} & seen_keys):
             row = self.seen_state.getValue((bucket,))
             if row:
@@ -195,23 +211,30 @@ class ClusterProcessor(StatefulProcessor):
                 seen_keys.discard(bucket)
         for second, rows in sorted(intake.changed_held().items()):
             if rows:
-                self.held_at_state.updateValue((second,), (orjson.dumps(rows).decode(),))
+                self.held_packed_state.updateValue((second,), (pack(rows),))
             elif second in self.held_stored:
-                self.held_at_state.removeKey((second,))
+                self.held_packed_state.removeKey((second,))
         stored = {
             "max_received": intake.max_received,
             "arrivals": intake.arrivals,  # held events keep their arrival order across batches
             "seen_keys": sorted(seen_keys),
             "held_counts": sorted(intake.held_counts.items()),
+            "held_packed": True,
         }
         self.intake_state.update((orjson.dumps(stored).decode(),))
-        if self.held_upgraded:
+        for second in self.held_at_seconds:
+            self.held_at_state.removeKey((second,))
+        if self.held_from == "whole":
             self.held_json_state.clear()
             self.held_state.clear()
 
     def _held_bucket(self, second: int) -> list[Held]:
+        row = self.held_packed_state.getValue((second,))
+        return unpack(bytes(row[0])) if row else []
+
+    def _held_at_rows(self, second: int) -> list[Any]:
         row = self.held_at_state.getValue((second,))
-        return [Held(*r) for r in orjson.loads(row[0])] if row else []
+        return orjson.loads(row[0]) if row else []
 
     def _load_engine(self, cluster: str) -> ClusterEngine:
         stored = _json_value(self.meta_state)
