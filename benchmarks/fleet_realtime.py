@@ -2,7 +2,7 @@
 speed it sustains in real time.
 
     .venv/bin/python -m benchmarks.fleet_realtime [--clusters 10] [--warm 32] [--steady 30]
-        [--speeds 0.5,1,1.5,2,3,4,5,6] [--step 30]
+        [--speeds 0.5,1,1.5,2,3,4,5,6] [--step 30] [--capacity-batch 10]
 
 The fleet (``emitter.fleet``: by default 10 clusters x 10 brokers x 10,000 topics, 2
 NameServers, parts of 800 topics, 1,000 producers, 10,000 sends/s) is written as one spool
@@ -18,6 +18,10 @@ file per second of traffic. Three phases, in one Spark session (``local[2]``, a 
    to the lateness bound (2 s) later: ``warm`` is 32 by default. The rate is measured on the
    ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
    the full pipeline's rate over the bare rate on the same events, measured in the same run.
+   Both phases again with ``--capacity-batch`` seconds of traffic per batch (10 by default),
+   as the job takes in a backlog, each with a checkpoint (and for the job, a store) of its
+   own: the **ratio at capacity**, where Spark's per-batch steps and the state store's commit
+   weigh less and the per-event costs decide.
 3. **Real time**: the same job, restarted on its checkpoint with a 1 s trigger (and given one
    second of traffic, not judged, to load its state), while a writer
    publishes the following seconds of traffic at ``speed`` seconds of traffic per wall-clock
@@ -29,7 +33,8 @@ file per second of traffic. Three phases, in one Spark session (``local[2]``, a 
    long after the last publish the job had taken everything in (its lag at the end of the
    step), or how many seconds of traffic it was behind.
 
-Records ``fleet_max_speed`` (the highest sustained speed; 0 if none), ``ceiling_ratio`` and
+Records ``fleet_max_speed`` (the highest sustained speed; 0 if none), ``ceiling_ratio`` (one
+second of traffic per batch; the ratio at capacity is in the section) and
 ``jvm_rss_gib`` (the Spark JVM's peak resident memory, VmHWM, over the whole run) in
 ``benchmarks/results/latest.json``, section ``fleet``.
 """
@@ -156,9 +161,12 @@ def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
     return rate
 
 
-def bare_rate(spark: SparkSession, spool: Path, checkpoint: Path, warm: int) -> Rate:
-    """Phase 1: text source + parse and validate, into the no-op sink."""
-    text = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(spool))
+def bare_rate(
+    spark: SparkSession, spool: Path, checkpoint: Path, first_batch: int, batch_s: int = 1
+) -> Rate:
+    """Phase 1: text source + parse and validate, into the no-op sink, ``batch_s`` seconds of
+    traffic per batch."""
+    text = spark.readStream.format("text").option("maxFilesPerTrigger", batch_s).load(str(spool))
     query = (
         read_events(file_lines(text))
         .writeStream.format("noop")
@@ -168,16 +176,39 @@ def bare_rate(spark: SparkSession, spool: Path, checkpoint: Path, warm: int) -> 
     query.processAllAvailable()
     progress = list(query.recentProgress)
     query.stop()
-    return steady_rate(progress, warm)
+    return steady_rate(progress, first_batch)
 
 
-def full_rate(spark: SparkSession, settings: StreamingSettings, warm: int) -> Rate:
-    """Phase 2: the job, one second of traffic per batch."""
-    query = start_spool_stream(spark, settings)
+def full_rate(
+    spark: SparkSession,
+    settings: StreamingSettings,
+    first_batch: int,
+    checkpoint: Path | None = None,
+) -> Rate:
+    """Phase 2: the job, ``settings.max_files_per_trigger`` seconds of traffic per batch."""
+    query = start_spool_stream(spark, settings, checkpoint)
     query.processAllAvailable()
     progress = list(query.recentProgress)
     query.stop()
-    return steady_rate(progress, warm)
+    return steady_rate(progress, first_batch)
+
+
+def capacity_rates(
+    spark: SparkSession, settings: StreamingSettings, tmp: Path, warm: int, batch_s: int
+) -> tuple[Rate, Rate]:
+    """Phases 1 and 2 again, ``batch_s`` seconds of traffic per batch, as the job takes in a
+    backlog: the per-batch costs (Spark's own steps, the state store's commit) weigh less, so
+    the ratio is that of the per-event costs. A job and store of their own."""
+    first_batch = -(-warm // batch_s)
+    bare = bare_rate(spark, settings.spool_dir, tmp / "bare-capacity", first_batch, batch_s)
+    own = settings.model_copy(
+        update={
+            "max_files_per_trigger": batch_s,
+            "store_url": f"sqlite:///{tmp / 'capacity.db'}",
+        }
+    )
+    full = full_rate(spark, own, first_batch, tmp / "full-capacity")
+    return bare, full
 
 
 @dataclass
@@ -290,6 +321,12 @@ def main() -> None:
         help="the Spark JVM's heap (spark.driver.memory): Spark's default, as routewatch stream's",
     )
     parser.add_argument(
+        "--capacity-batch",
+        type=int,
+        default=10,
+        help="seconds of traffic per batch for the ratio at capacity (0: not measured)",
+    )
+    parser.add_argument(
         "--drain",
         type=float,
         default=1.0,
@@ -298,6 +335,9 @@ def main() -> None:
     args = parser.parse_args()
     speeds = [float(s) for s in args.speeds.split(",")]
     measured = args.warm + args.steady
+    if args.capacity_batch > 1:  # whole batches of capacity_batch seconds after the warm-up
+        b = args.capacity_batch
+        measured = max(measured, (-(-args.warm // b) + -(-args.steady // b)) * b)
     ramp = 1 + sum(max(round(args.step * s), 1) for s in speeds)
     spec = FleetSpec(clusters=args.clusters, duration=measured + ramp)
     with tempfile.TemporaryDirectory(prefix="routewatch-fleet-") as tmp:
@@ -327,11 +367,21 @@ def main() -> None:
             print(f"bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
             full = full_rate(spark, settings, args.warm)
             print(f"full pipeline: {full.per_s:,.0f} events/s", flush=True)
+            capacity: tuple[Rate, Rate] | None = None
+            if args.capacity_batch > 1:
+                capacity = capacity_rates(
+                    spark, settings, Path(tmp), args.warm, args.capacity_batch
+                )
+                print(
+                    f"{args.capacity_batch} s per batch: bare {capacity[0].per_s:,.0f}, "
+                    f"full {capacity[1].per_s:,.0f} events/s",
+                    flush=True,
+                )
             steps = realtime(spark, settings, files, measured, speeds, args.step, args.drain)
         finally:
             peak = jvm_rss_gib()  # VmHWM: the JVM's high-water mark since it started
             spark.stop()
-    report(args, per_s, mb_per_s, bare, full, steps, peak)
+    report(args, per_s, mb_per_s, bare, full, capacity, steps, peak)
 
 
 def report(
@@ -340,10 +390,14 @@ def report(
     mb_per_s: float,
     bare: Rate,
     full: Rate,
+    capacity: tuple[Rate, Rate] | None,
     steps: list[Step],
     peak_gib: float,
 ) -> None:
     ratio = full.per_s / bare.per_s if bare.per_s else 0.0
+    phases = [("", bare, full)]
+    if capacity is not None:
+        phases.append((f" ({args.capacity_batch} s per batch)", *capacity))
     sustained = [s.speed for s in steps if s.sustained]
     max_speed = max(sustained) if sustained else 0.0
     print()
@@ -351,19 +405,14 @@ def report(
         ["phase", "events/s", "x real time", "batch median s", "batch max s"],
         [
             [
-                "bare source + parse",
-                bare.per_s,
-                bare.per_s / per_s,
-                median(bare.durations),
-                max(bare.durations, default=0.0),
-            ],
-            [
-                "full pipeline",
-                full.per_s,
-                full.per_s / per_s,
-                median(full.durations),
-                max(full.durations, default=0.0),
-            ],
+                name + suffix,
+                rate.per_s,
+                rate.per_s / per_s,
+                median(rate.durations),
+                max(rate.durations, default=0.0),
+            ]
+            for suffix, b, f in phases
+            for name, rate in (("bare source + parse", b), ("full pipeline", f))
         ],
     )
     print("\nmedian batch, by part (ms): Spark's durationMs, and the stateful operator's")
@@ -387,6 +436,9 @@ def report(
             for s in steps
         ],
     )
+    at_capacity = capacity[1].per_s / capacity[0].per_s if capacity and capacity[0].per_s else None
+    if at_capacity is not None:
+        print(f"\nceiling ratio at {args.capacity_batch} s per batch: {at_capacity:.0%}")
     print(
         f"\nceiling ratio {ratio:.0%} (target >= 50 %); highest sustained speed {max_speed:g}x "
         f"(target >= 1x); JVM peak RSS {peak_gib:.2f} GiB (target <= 2 GiB)"
@@ -405,6 +457,12 @@ def report(
             "full_batch_median_s": median(full.durations),
             "full_x_real_time": full.per_s / per_s,
             "steps": [vars(s) for s in steps],
+            "capacity_batch_s": args.capacity_batch if capacity else None,
+            "capacity_bare_events_per_s": capacity[0].per_s if capacity else None,
+            "capacity_full_events_per_s": capacity[1].per_s if capacity else None,
+            "capacity_bare_batch_parts_median_ms": capacity[0].parts if capacity else None,
+            "capacity_full_batch_parts_median_ms": capacity[1].parts if capacity else None,
+            "ceiling_ratio_at_capacity": round(at_capacity, 3) if at_capacity else None,
             "max_speed_events_per_s": max_speed * per_s,
             "max_speed_mb_per_s": max_speed * mb_per_s,
         },
