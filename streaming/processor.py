@@ -18,11 +18,21 @@ from typing import Any
 import orjson
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (
+    ListState,
     MapState,
     StatefulProcessor,
     StatefulProcessorHandle,
     TimerValues,
     ValueState,
+)
+from pyspark.sql.types import (
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
 )
 
 from streaming.engine.cluster import ClusterEngine
@@ -38,13 +48,53 @@ from streaming.engine.state import (
 )
 from streaming.held_rows import pack, unpack
 
-__all__ = ["CHANGES_SCHEMA", "QUARANTINE_KEY", "ClusterProcessor"]
+__all__ = ["CHANGES_SCHEMA", "QUARANTINE_KEY", "STATE_VARIABLES", "ClusterProcessor", "schema"]
 
 CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload string"
 # the group of bad input (no cluster is named so: names are RocketMQ cluster names)
 QUARANTINE_KEY = "\u0000quarantine"
 BUCKETS = 256
 HELD_SCHEMA = "ts long, seq long, arrival long, event_id string, value string"
+
+# The processor's state variables, as checkpoints know them: name -> (kind, key schema (maps),
+# value schema), in Spark's DDL (see docs/operations.md, Upgrading).
+STATE_VARIABLES: dict[str, tuple[str, str | None, str]] = {
+    "meta": ("value", None, "json string"),
+    "intake": ("value", None, "json string"),
+    # held events, per second of ts, packed (streaming.held_rows): a batch reads the seconds
+    # it releases or adds to and writes the ones it changed, not every held event (which a 2 s
+    # lateness bound makes 2-3 s of a cluster's traffic). Earlier versions kept them per
+    # second as JSON ("held_at"), in one JSON value ("held_json") or in a list ("held"): read
+    # once after an upgrade, then cleared.
+    "held_packed": ("map", "second long", "rows binary"),
+    "held_at": ("map", "second long", "rows string"),
+    "held_json": ("value", None, "json string"),
+    "held": ("list", None, HELD_SCHEMA),
+    "seen": ("map", "bucket long", "ids string"),
+    "tables": ("map", "reg string", "json string"),
+    "routes": ("map", "bucket int", "json string"),
+    "topics": ("map", "bucket int", "json string"),
+}
+
+_TYPES: dict[str, DataType] = {
+    "string": StringType(),
+    "long": LongType(),
+    "int": IntegerType(),
+    "binary": BinaryType(),
+}
+
+
+def schema(ddl: str) -> StructType:
+    """A state schema in DDL (``name type, ...``, of the types above) as the struct Spark parses
+    it to. Built here: the state API parses a DDL string in the JVM, a round trip per use, and
+    a processor declares its variables every batch (32 round trips for ours)."""
+    fields = []
+    for column in ddl.split(","):
+        name, type_name = column.split()
+        fields.append(StructField(name, _TYPES[type_name], True))
+    return StructType(fields)
+
+
 Arrival = tuple[str, int, int | None, str]
 
 
@@ -114,21 +164,27 @@ class ClusterProcessor(StatefulProcessor):
         self.final = final
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.meta_state = handle.getValueState("meta", "json string")
-        self.intake_state = handle.getValueState("intake", "json string")
-        # held events, per second of ts, packed (streaming.held_rows): a batch reads the
-        # seconds it releases or adds to and writes the ones it changed, not every held event
-        # (which a 2 s lateness bound makes 2-3 s of a cluster's traffic). Earlier versions
-        # kept them per second as JSON ("held_at"), in one JSON value ("held_json") or in a
-        # list ("held"): read once after an upgrade, then cleared.
-        self.held_packed_state = handle.getMapState("held_packed", "second long", "rows binary")
-        self.held_at_state = handle.getMapState("held_at", "second long", "rows string")
-        self.held_json_state = handle.getValueState("held_json", "json string")
-        self.held_state = handle.getListState("held", HELD_SCHEMA)
-        self.seen_state = handle.getMapState("seen", "bucket long", "ids string")
-        self.tables_state = handle.getMapState("tables", "reg string", "json string")
-        self.routes_state = handle.getMapState("routes", "bucket int", "json string")
-        self.topics_state = handle.getMapState("topics", "bucket int", "json string")
+        def value(name: str) -> ValueState:
+            return handle.getValueState(name, schema(STATE_VARIABLES[name][2]))
+
+        def map_(name: str) -> MapState:
+            _, key_ddl, value_ddl = STATE_VARIABLES[name]
+            assert key_ddl is not None
+            return handle.getMapState(name, schema(key_ddl), schema(value_ddl))
+
+        def list_(name: str) -> ListState:
+            return handle.getListState(name, schema(STATE_VARIABLES[name][2]))
+
+        self.meta_state = value("meta")
+        self.intake_state = value("intake")
+        self.held_packed_state = map_("held_packed")
+        self.held_at_state = map_("held_at")
+        self.held_json_state = value("held_json")
+        self.held_state = list_("held")
+        self.seen_state = map_("seen")
+        self.tables_state = map_("tables")
+        self.routes_state = map_("routes")
+        self.topics_state = map_("topics")
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
