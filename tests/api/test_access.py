@@ -10,6 +10,7 @@ from api import ApiSettings, create_app
 from api.access import IDLE_READERS, StoreAccess
 from routewatch.settings import load
 from routewatch.store import open_store
+from tests.routewatch.test_store import _alert
 
 
 def _app(data_dir: Path) -> tuple[TestClient, StoreAccess]:
@@ -70,3 +71,22 @@ def test_a_store_removed_under_a_serving_api_is_reported_missing(tmp_path: Path)
 
     assert response.status_code == 503
     assert "does not exist yet" in response.json()["detail"]
+
+
+def test_the_alert_stream_polls_on_a_kept_connection(tmp_path: Path) -> None:
+    client, access = _app(tmp_path)
+    writer = open_store(f"sqlite:///{tmp_path / 'routewatch.db'}")
+    seen: list[str] = []
+    with client.stream("GET", "/alerts/stream") as response:
+        lines = response.iter_lines()
+        for batch, state in enumerate(["open", "open", "resolved"]):
+            # each change is written after the one before was streamed: a poll (or more) each
+            writer.write_batch("job", batch, [_alert(state, updated_at=10 + batch)])
+            while len(seen) <= batch:
+                line = next(lines)
+                if line.startswith("event: "):
+                    seen.append(line.removeprefix("event: "))
+    writer.close()
+
+    assert seen == ["opened", "updated", "resolved"]
+    assert access.opened == 1  # the availability check's connection, then every poll's
