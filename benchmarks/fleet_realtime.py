@@ -6,7 +6,7 @@ speed it sustains in real time.
 
 The fleet (``emitter.fleet``: by default 10 clusters x 10 brokers x 10,000 topics, 2
 NameServers, parts of 800 topics, 1,000 producers, 10,000 sends/s) is written as one spool
-file per second of traffic. Three phases, in one Spark session (``local[2]``, a driver heap of
+file per second of traffic. Three phases (and a fourth), in one Spark session (``local[2]``, a driver heap of
 ``--driver-memory``, Spark's default 1g unless given):
 
 1. **Bare source + parse**: the spool's text source and stage 1 (``read_events``: parse and
@@ -18,11 +18,10 @@ file per second of traffic. Three phases, in one Spark session (``local[2]``, a 
    to the lateness bound (2 s) later: ``warm`` is 32 by default. The rate is measured on the
    ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
    the full pipeline's rate over the bare rate on the same events, measured in the same run.
-   After phase 3, both phases again with ``--capacity-batch`` seconds of traffic per batch
-   (10 by default),
-   as the job takes in a backlog, each with a checkpoint (and for the job, a store) of its
-   own: the **ratio at capacity**, where Spark's per-batch steps and the state store's commit
-   weigh less and the per-event costs decide.
+   After phase 3, both phases again with ``--capacity-batch`` seconds of traffic per batch (10
+   by default), as the job takes in a backlog, each with a checkpoint (and for the job, a
+   store) of its own: the **ratio at capacity**, where Spark's per-batch steps and the state
+   store's commit weigh less and the per-event costs decide.
 3. **Real time**: the same job, restarted on its checkpoint with a 1 s trigger (and given one
    second of traffic, not judged, to load its state), while a writer
    publishes the following seconds of traffic at ``speed`` seconds of traffic per wall-clock
