@@ -6,8 +6,8 @@ speed it sustains in real time.
 
 The fleet (``emitter.fleet``: by default 10 clusters x 10 brokers x 10,000 topics, 2
 NameServers, parts of 800 topics, 1,000 producers, 10,000 sends/s) is written as one spool
-file per second of traffic. Three phases (and a fourth), in one Spark session (``local[2]``, a driver heap of
-``--driver-memory``, Spark's default 1g unless given):
+file per second of traffic. Three phases (and a fourth), in one Spark session (``local[2]``, a
+driver heap of ``--driver-memory``, Spark's default 1g unless given):
 
 1. **Bare source + parse**: the spool's text source and stage 1 (``read_events``: parse and
    validate) into Spark's no-op sink, one second of traffic per micro-batch, over the first
