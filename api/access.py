@@ -86,6 +86,18 @@ class StoreAccess:
                     return
         store.close()
 
+    @contextlib.contextmanager
+    def borrowed(self, timeout_s: float = 5.0) -> Iterator[Store]:
+        """An idle read-only connection, or a new one, for the block; kept for the next reader
+        when the block ends without an error (from a worker thread: opening may block)."""
+        store = self.take_reader() or self.open(timeout_s)
+        reusable = False
+        try:
+            yield store
+            reusable = True
+        finally:
+            self.give_back(store, reusable)
+
     def close_idle(self) -> None:
         """Close the idle connections (at shutdown)."""
         with self._lock:

@@ -55,23 +55,16 @@ async def alert_stream(
         start = int(last_event_id)
     else:
         start = 0
-    # 503 now if unreachable
-    access.give_back(access.take_reader() or access.open(timeout_s=2.0), reusable=True)
+    with access.borrowed(timeout_s=2.0):  # 503 now if unreachable
+        pass
 
     def read(after_seq: int) -> list[dict[str, Any]] | None:
         """The next log rows, read in a worker thread (the store's drivers block) on a kept
         connection; None when the store became unavailable, which ends the stream (the client
         reconnects)."""
         try:
-            store = access.take_reader() or access.open(timeout_s=2.0)
-            read_ok = False
-            try:
-                with access.reading():
-                    rows = store.alert_log(after=after_seq, limit=500)
-                read_ok = True
-                return rows
-            finally:
-                access.give_back(store, reusable=read_ok)
+            with access.borrowed(timeout_s=2.0) as store, access.reading():
+                return store.alert_log(after=after_seq, limit=500)
         except StoreUnavailableError as exc:
             log.warning("alert stream ended: %s", exc)
             return None
