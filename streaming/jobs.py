@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "exit_unless_stopped_within",
     "final_alerts",
     "kafka_records",
+    "progress_log",
     "run_stream",
     "start_spool_stream",
     "start_stream",
@@ -81,30 +83,36 @@ def evaluate_traces(
 
 class _ProgressLog(StreamingQueryListener):
     """One log line per batch (input rows, duration, event-time lag) and the batch's figures
-    in the store."""
+    in the store, for every routewatch query of one Spark session.
 
-    def __init__(self, store_url: str, job: str) -> None:
-        self.store_url = store_url
-        self.job = job
-        # the query this listener reports on: a session's listeners hear every query's events
-        self.query_id: str | None = None
+    One listener per session (:func:`progress_log`), not one per query: Spark calls every
+    listener of a session with every query's events, each call a py4j round trip on Spark's
+    one listener thread. Listeners added per query piled up in a session that ran many
+    queries (the tests, the benchmarks); their backlog grew, and ``spark.stop()`` waited
+    minutes for it to drain.
+    """
 
-    def _mine(self, query_id: Any) -> bool:
-        return self.query_id is not None and str(query_id) == self.query_id
+    def __init__(self) -> None:
+        # the queries reported on: id -> (store URL, job name)
+        self.queries: dict[str, tuple[str, str]] = {}
+
+    def watch(self, query: StreamingQuery, store_url: str, job: str) -> None:
+        self.queries[str(query.id)] = (store_url, job)
 
     def onQueryStarted(self, event: Any) -> None:
-        if self._mine(event.id):
-            log.info("stream started: query %s", event.id)
+        pass  # (called before start() returns, so before watch(): start_stream logs it)
 
     def onQueryProgress(self, event: Any) -> None:
         p = event.progress
-        if not self._mine(p.id):
+        target = self.queries.get(str(p.id))
+        if target is None:
             return
+        store_url, job = target
         duration = int(p.durationMs.get("triggerExecution", 0))
         try:
-            store = Store(self.store_url)  # the job migrated it at start
+            store = Store(store_url)  # the job migrated it at start
             try:
-                store.record_progress(self.job, p.batchId, p.numInputRows, duration)
+                store.record_progress(job, p.batchId, p.numInputRows, duration)
                 times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
             finally:
                 store.close()
@@ -125,9 +133,21 @@ class _ProgressLog(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event: Any) -> None:
-        if not self._mine(event.id):
+        if self.queries.pop(str(event.id), None) is None:
             return
         log.info("stream stopped%s", f": {event.exception}" if event.exception else "")
+
+
+_PROGRESS_LOGS: weakref.WeakKeyDictionary[SparkSession, _ProgressLog] = weakref.WeakKeyDictionary()
+
+
+def progress_log(spark: SparkSession) -> _ProgressLog:
+    """The session's routewatch listener, added to it on first use."""
+    listener = _PROGRESS_LOGS.get(spark)
+    if listener is None:
+        listener = _PROGRESS_LOGS[spark] = _ProgressLog()
+        spark.streams.addListener(listener)
+    return listener
 
 
 def kafka_records(spark: SparkSession, settings: StreamingSettings) -> DataFrame:
@@ -207,8 +227,7 @@ def start_stream(
         by_event_time=source == "kafka",
         single_pass=single_pass,
     )
-    listener = _ProgressLog(settings.store_url, job)
-    spark.streams.addListener(listener)
+    listener = progress_log(spark)
     query = (
         output.writeStream.queryName(f"routewatch_{source}")
         .foreachBatch(store_writer(settings.store_url, job, settings.retention_ms))
@@ -216,7 +235,8 @@ def start_stream(
         .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
         .start()
     )
-    listener.query_id = str(query.id)
+    listener.watch(query, settings.store_url, job)
+    log.info("stream started: query %s, checkpoint %s", query.id, checkpoint)
     return query
 
 

@@ -109,6 +109,8 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
             proc.kill()
         log.close()
     text = (tmp_path / "stream.log").read_text()
+    assert "routewatch.stream stream started: query " in text
     assert "routewatch.stream batch 0:" in text
     assert "input rows in" in text and "event-time lag" in text
     assert "stopping (signal 15)" in text
+    assert "routewatch.stream stream stopped" in text
