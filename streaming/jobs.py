@@ -23,6 +23,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from routewatch.errors import RoutewatchError
 from routewatch.store import Store, StoreUnavailableError, open_store
 from streaming.kafka_source import KafkaDataSource
+from streaming.legacy_state import holds_legacy_state
 from streaming.pipeline import changes, file_lines, kafka_lines
 from streaming.session import spark_session
 from streaming.settings import StreamingSettings
@@ -220,12 +221,20 @@ def start_stream(
             "read once: docs/operations.md, Upgrading)",
             checkpoint,
         )
+    legacy_state = holds_legacy_state(spark, checkpoint)
+    if legacy_state:
+        log.info(
+            "the checkpoint %s holds clusters in the earlier state layout: each moves to the "
+            "new one at its next batch (docs/operations.md, Upgrading)",
+            checkpoint,
+        )
     output = changes(
         lines,
         lateness_ms=settings.lateness_ms,
         dedupe_horizon_ms=settings.dedupe_horizon_ms,
         by_event_time=source == "kafka",
         single_pass=single_pass,
+        legacy_state=legacy_state,
     )
     listener = progress_log(spark)
     query = (

@@ -45,7 +45,12 @@ def kafka_lines(records: DataFrame) -> DataFrame:
 
 
 def track_clusters(
-    events: DataFrame, *, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False
+    events: DataFrame,
+    *,
+    lateness_ms: int,
+    dedupe_horizon_ms: int,
+    final: bool = False,
+    legacy_state: bool = False,
 ) -> DataFrame:
     """Events -> changes of each cluster's route tables and alerts, and bad input kept with its
     reason.
@@ -53,7 +58,8 @@ def track_clusters(
     One pass: bad input goes through the same stateful stage, grouped under
     :data:`QUARANTINE_KEY` (which touches no state), so that a batch's input is read and
     validated once. (A union of two branches over ``events`` would read and validate it
-    twice: a streaming DataFrame cannot be cached.)
+    twice: a streaming DataFrame cannot be cached.) ``legacy_state``: the checkpoint may hold
+    clusters in the earlier state layout (``streaming.legacy_state``).
     """
     bad = F.col("reason").isNotNull()
     grouped = events.select(
@@ -68,7 +74,7 @@ def track_clusters(
         "detail",
     )
     return grouped.groupBy("cluster").transformWithStateInPandas(
-        statefulProcessor=ClusterProcessor(lateness_ms, dedupe_horizon_ms, final),
+        statefulProcessor=ClusterProcessor(lateness_ms, dedupe_horizon_ms, final, legacy_state),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
         timeMode="None",
@@ -97,6 +103,7 @@ def changes(
     final: bool = False,
     by_event_time: bool = False,
     single_pass: bool = True,
+    legacy_state: bool = False,
 ) -> DataFrame:
     """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
 
@@ -107,12 +114,17 @@ def changes(
     through the stateful stage, unioned with bad input as a second branch, which reads and
     validates the input twice. Spark resumes a checkpoint only with the plan's number of
     sources (two there), so such checkpoints keep that plan until they are reset.
+    ``legacy_state``: see :func:`track_clusters`.
     """
     events = read_events(lines, by_event_time=by_event_time)
 
     def tracked(these: DataFrame) -> DataFrame:
         return track_clusters(
-            these, lateness_ms=lateness_ms, dedupe_horizon_ms=dedupe_horizon_ms, final=final
+            these,
+            lateness_ms=lateness_ms,
+            dedupe_horizon_ms=dedupe_horizon_ms,
+            final=final,
+            legacy_state=legacy_state,
         )
 
     if single_pass:
