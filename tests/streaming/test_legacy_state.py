@@ -49,12 +49,17 @@ def fresh(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict
 
 
 def _install(fixture: str, settings: StreamingSettings) -> Path:
-    """The fixture as this run's checkpoint, its file-source log pointed at this run's spool."""
+    """The fixture as this run's checkpoint. Two of its logs name absolute paths under the data
+    directory it was written in: the file source's (spool files) and the state operator's
+    metadata (its schema file); they are pointed at this run's."""
     checkpoint = settings.checkpoint_dir / "spool"
     shutil.copytree(FIXTURES / fixture, checkpoint)
-    written = f"file:///tmp/routewatch-legacy-{fixture}/spool/"
-    here = settings.spool_dir.absolute().as_uri() + "/"
-    for log in (checkpoint / "sources" / "0").iterdir():
+    written = f"/tmp/routewatch-legacy-{fixture}"
+    here = str(settings.data_dir.absolute())
+    assert checkpoint == settings.data_dir / "checkpoints" / "spool"  # the layout it was written in
+    logs = [*(checkpoint / "sources" / "0").iterdir()]
+    logs += (checkpoint / "state" / "0" / "_metadata" / "v2").iterdir()
+    for log in logs:
         log.write_text(log.read_text().replace(written, here))
     return checkpoint
 
