@@ -19,14 +19,14 @@ from collections.abc import Iterable
 
 import orjson
 
-from streaming.engine.intake import Held
+from streaming.engine.intake import Held, HeldRow
 
 __all__ = ["pack", "unpack"]
 
 LEVEL = 1
 
 
-def pack(rows: Iterable[tuple[int, int, int, str, str]]) -> bytes:
+def pack(rows: Iterable[HeldRow]) -> bytes:
     """Held events (``ts, seq, arrival, event_id, raw``) -> compressed bytes."""
     header = []
     raws = []

@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 )
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.intake import Held, Intake
+from streaming.engine.intake import Held, HeldRow, Intake
 from streaming.engine.state import (
     Config,
     LazyMap,
@@ -112,15 +112,12 @@ _TYPES: dict[str, DataType] = {
 def schema(ddl: str) -> StructType:
     """A state schema in DDL (``name type, ...``, of the types above) as the struct Spark parses
     it to. Built here: the state API parses a DDL string in the JVM, a round trip per use, and
-    a processor declares its variables every batch (32 round trips for ours)."""
+    a processor declares its variables in every task, every batch."""
     fields = []
     for column in ddl.split(","):
         name, type_name = column.split()
         fields.append(StructField(name, _TYPES[type_name], True))
     return StructType(fields)
-
-
-Arrival = tuple[str, int, int | None, str]
 
 
 def _bucket(topic: str) -> int:
@@ -196,9 +193,6 @@ def _route_in(raw: Any) -> dict[RegKey, Config] | None:
 
 def _route_out(value: dict[RegKey, Config] | None) -> Any:
     return None if value is None else {reg_id(k): list(c) for k, c in value.items()}
-
-
-HeldRow = tuple[int, int, int, str, str]
 
 
 class ClusterProcessor(StatefulProcessor):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-__all__ = ["Held", "Intake", "IntakeResult"]
+__all__ = ["Held", "HeldRow", "Intake", "IntakeResult"]
 
 _NO_SEQ = -1
 
@@ -29,6 +29,10 @@ class Held(NamedTuple):
     arrival: int
     event_id: str
     value: str
+
+
+# a held event as stored: ``(ts, seq, arrival, event_id, raw)``
+HeldRow = tuple[int, int, int, str, str]
 
 
 @dataclass(slots=True)
@@ -156,21 +160,12 @@ class Intake:
         for held in self._load(bucket):
             heapq.heappush(self.held, held)
 
-    def changed_held(self) -> dict[int, list[tuple[int, int, int, str, str]]]:
+    def changed_held(self) -> dict[int, list[HeldRow]]:
         """The held events of every bucket that changed since loading, as rows (an empty list:
         the bucket is now empty)."""
-        out: dict[int, list[tuple[int, int, int, str, str]]] = {b: [] for b in self.changed_buckets}
+        out: dict[int, list[HeldRow]] = {b: [] for b in self.changed_buckets}
         for held in self.held:
             rows = out.get(held.ts // 1000)
             if rows is not None:
                 rows.append((held.ts, held.seq, held.arrival, held.event_id, held.value))
         return out
-
-    def load_held(self, rows: list[Any]) -> None:
-        """Hold ``rows`` (the whole held state of earlier versions), as if they had changed."""
-        for ts, seq, arrival, eid, value in rows:
-            held = Held(int(ts), int(seq), int(arrival), str(eid), str(value))
-            heapq.heappush(self.held, held)
-            bucket = held.ts // 1000
-            self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
-            self.changed_buckets.add(bucket)

@@ -102,18 +102,3 @@ def test_a_batch_reads_and_writes_only_the_seconds_it_changes() -> None:
     assert sorted(caller.read) == [1_006, 1_007]
     assert sorted(caller.written) == [1_006, 1_007, 1_009]
     assert sorted(caller.buckets) == [1_007, 1_008, 1_009]
-
-
-def test_the_held_state_of_earlier_versions_is_loaded_whole_and_rewritten_per_second() -> None:
-    intake = Intake(LATENESS_MS, 300_000)
-    intake.max_received, intake.arrivals = 1_002_500, 2
-    intake.load_held([(1_001_000, -1, 1, "a", "raw-a"), (1_002_000, -1, 2, "b", "raw-b")])
-
-    released = intake.receive([("c", 1_003_500, None, "raw-c")]).released
-
-    assert [h.event_id for h in released] == ["a"]
-    assert intake.changed_held() == {
-        1_001: [],
-        1_002: [(1_002_000, -1, 2, "b", "raw-b")],
-        1_003: [(1_003_500, -1, 3, "c", "raw-c")],
-    }
