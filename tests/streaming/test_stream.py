@@ -15,6 +15,7 @@ from routewatch.codec import encode
 from routewatch.settings import load
 from routewatch.store import open_store
 from streaming.jobs import checkpoint_sources, evaluate_traces, start_spool_stream, start_stream
+from streaming.session import LOCAL_CHECKPOINT_FS_KEY
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 
@@ -136,6 +137,45 @@ def test_a_checkpoint_of_the_two_branch_plan_resumes_with_it(
     assert checkpoint_sources(checkpoint) == 2
     assert _identity(open_store(settings.store_url).alerts()) == reference
     assert checkpoint_sources(tmp_path / "none") is None
+
+
+def _checksum_files(checkpoint: Path) -> set[str]:
+    """The .crc files of what each batch writes: its offsets, commit, file list, changelogs."""
+    return {
+        str(p.relative_to(checkpoint))
+        for p in checkpoint.rglob(".*.crc")
+        if p.parts[len(checkpoint.parts)] in ("offsets", "commits", "sources")
+        or p.name.endswith(".changelog.crc")
+    }
+
+
+def test_a_checkpoint_written_with_hadoop_checksums_resumes_and_new_files_have_none(
+    spark: SparkSession, tmp_path: Path, reference: list[tuple[Any, ...]]
+) -> None:
+    """Checkpoints of earlier versions were written through Hadoop's checksummed local file
+    system (a .crc beside each file); the job now writes local checkpoints without them."""
+    settings = _settings(tmp_path)
+    checkpoint = settings.checkpoint_dir / "spool"
+    chunks = _cut(_lines(), 25)
+    half = len(chunks) // 2
+    _publish(settings.spool_dir, chunks[:half])
+    # (a session's Hadoop settings are read without the spark.hadoop. prefix)
+    hadoop_key = LOCAL_CHECKPOINT_FS_KEY.removeprefix("spark.hadoop.")
+    spark.conf.set(hadoop_key, "org.apache.hadoop.fs.local.LocalFs")  # Hadoop's default
+    try:
+        _run(spark, settings)
+    finally:
+        spark.conf.unset(hadoop_key)
+    before = _checksum_files(checkpoint)
+    assert {f"commits/.{b}.crc" for b in range(half)} <= before
+    assert any(name.endswith(".changelog.crc") for name in before)
+
+    _publish(settings.spool_dir, chunks[half:], first=half)
+    _run(spark, settings)
+
+    assert _identity(open_store(settings.store_url).alerts()) == reference
+    assert (checkpoint / "commits" / str(len(chunks) - 1)).exists()
+    assert _checksum_files(checkpoint) == before
 
 
 def _heartbeat(event_id: str, ts: int, queues: int, full: bool) -> bytes:
