@@ -25,7 +25,7 @@ from routewatch.store import Store, StoreUnavailableError, open_store
 from streaming.kafka_source import KafkaDataSource
 from streaming.legacy_state import holds_legacy_state
 from streaming.pipeline import changes, file_lines, kafka_lines
-from streaming.session import spark_session
+from streaming.session import set_log_level, spark_session
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name, store_writer
 
@@ -296,7 +296,7 @@ def exit_unless_stopped_within(deadline_s: float) -> threading.Timer:
 def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
     spark = spark_session(settings.session_master(), "routewatch-stream", settings.spark_conf())
-    spark.sparkContext.setLogLevel("WARN")
+    set_log_level(spark, "WARN")
     # (Spark's default, 0, waits for the query's thread forever)
     spark.conf.set("spark.sql.streaming.stopTimeout", f"{QUERY_STOP_TIMEOUT_S}s")
     query = start_stream(spark, settings, source)

@@ -13,6 +13,7 @@ __all__ = [
     "LOCAL_CHECKPOINT_FS",
     "LOCAL_CHECKPOINT_FS_KEY",
     "ROCKSDB_PROVIDER",
+    "set_log_level",
     "spark_session",
 ]
 
@@ -61,3 +62,21 @@ def spark_session(
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
+
+# Spark's state server for Python stateful processors logs a warning for every read of a map
+# state key that does not exist. routewatch reads absent keys by design (a cluster's first
+# batch, the first events of a second, a bucket of topics without rule state): dozens of lines
+# per batch that say nothing is wrong. Its errors still show.
+STATE_SERVER_LOGGER = (
+    "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer"
+)
+
+
+def set_log_level(spark: SparkSession, level: str) -> None:
+    """Spark's log level (as ``SparkContext.setLogLevel``), with the state server's per-read
+    warnings left out."""
+    spark.sparkContext.setLogLevel(level)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # (a live session's driver)
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel(STATE_SERVER_LOGGER, log4j.Level.ERROR)
