@@ -6,13 +6,17 @@ import os
 import sys
 from collections.abc import Mapping
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from streaming.local_fs import NO_FORK_FS_CLASS, cache_dir, find_javac, no_fork_jar
 
 __all__ = [
     "BASE_CONF",
     "LOCAL_CHECKPOINT_FS",
     "LOCAL_CHECKPOINT_FS_KEY",
     "ROCKSDB_PROVIDER",
+    "local_checkpoint_fs",
     "set_log_level",
     "spark_session",
 ]
@@ -21,6 +25,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 # the Hadoop file system Spark's checkpoint manager (a FileContext) uses for file: paths
 LOCAL_CHECKPOINT_FS_KEY = "spark.hadoop.fs.AbstractFileSystem.file.impl"
 LOCAL_CHECKPOINT_FS = "org.apache.hadoop.fs.local.RawLocalFs"
+CLASS_PATH_KEY = "spark.driver.extraClassPath"
 
 BASE_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
@@ -34,10 +39,12 @@ BASE_CONF: Mapping[str, str] = {
     # Checkpoint files on a local disk without Hadoop's .crc side files. Hadoop's checksummed
     # local file system writes each checkpoint file twice (the file and its .crc), and without
     # Hadoop's native library it sets each one's permissions by running chmod in a child
-    # process: about a fifth of a small batch's time went there (docs/streaming.md, State and
-    # cost). Spark's state files carry their own checks (LZ4 frame checksums in changelogs,
-    # CRC-32 in snapshot zips, RocksDB's block checksums).
-    # Only the file: scheme: checkpoints on HDFS or object stores are unaffected.
+    # process: about a fifth of a small batch's time went there (docs/operations.md,
+    # Checkpoints). Spark's state files carry their own checks (LZ4 frame checksums in
+    # changelogs, CRC-32 in snapshot zips, RocksDB's block checksums). Only the file: scheme:
+    # checkpoints on HDFS or object stores are unaffected. When routewatch starts the JVM in
+    # local mode, it uses its own file system instead, with no child processes at all
+    # (local_checkpoint_fs).
     LOCAL_CHECKPOINT_FS_KEY: LOCAL_CHECKPOINT_FS,
 }
 
@@ -58,9 +65,28 @@ def spark_session(
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    for key, value in {**BASE_CONF, **(conf or {})}.items():
+    extra = dict(conf or {})
+    for key, value in {**BASE_CONF, **extra, **local_checkpoint_fs(master, extra)}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def local_checkpoint_fs(master: str | None, conf: Mapping[str, str]) -> dict[str, str]:
+    """Spark settings for routewatch's own local file system (``streaming.local_fs``), when
+    this process is about to start Spark's JVM in local mode and the file system's jar can be
+    built; none otherwise (``BASE_CONF``'s ``RawLocalFs`` applies), nor when ``conf`` names a
+    file system itself. A class path in ``conf`` is kept, with the jar added to it."""
+    if LOCAL_CHECKPOINT_FS_KEY in conf:
+        return {}
+    if master is None or not master.startswith("local"):
+        return {}  # a cluster's executors write the state store's files: not on their path
+    if "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._active_spark_context is not None:
+        return {}  # the JVM is running already: its class path is set
+    jar = no_fork_jar(cache_dir(), find_javac())
+    if jar is None:
+        return {}
+    path = os.pathsep.join(p for p in (conf.get(CLASS_PATH_KEY), str(jar)) if p)
+    return {CLASS_PATH_KEY: path, LOCAL_CHECKPOINT_FS_KEY: NO_FORK_FS_CLASS}
 
 
 # Spark's state server for Python stateful processors logs a warning for every read of a map
