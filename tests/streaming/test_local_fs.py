@@ -63,7 +63,10 @@ def test_spark_writes_checkpoint_files_through_it(spark: SparkSession, tmp_path:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     conf = spark._jsc.hadoopConfiguration()
-    assert conf.get(LOCAL_CHECKPOINT_FS_KEY.removeprefix("spark.hadoop.")) == NO_FORK_FS_CLASS
+    hadoop_key = LOCAL_CHECKPOINT_FS_KEY.removeprefix("spark.hadoop.")
+    assert conf.get(hadoop_key) == NO_FORK_FS_CLASS
+    ours = jvm.org.apache.hadoop.fs.FileContext.getFileContext(conf)
+    assert ours.getDefaultFileSystem().getClass().getName() == NO_FORK_FS_CLASS
     hadoop_path = jvm.org.apache.hadoop.fs.Path
     manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
     files = manager.create(hadoop_path(f"file://{tmp_path}"), conf)
@@ -78,18 +81,14 @@ def test_spark_writes_checkpoint_files_through_it(spark: SparkSession, tmp_path:
     assert written.read_bytes() == b"second"
     assert stat.S_IMODE(written.stat().st_mode) == 0o644  # 0666 less Hadoop's umask, 022
     assert sorted(p.name for p in (tmp_path / "offsets").iterdir()) == ["0"]  # no .crc, no .tmp
-    ours_permission = jvm.org.apache.hadoop.fs.permission.FsPermission("640")
-    jvm.org.apache.hadoop.fs.FileContext.getFileContext(conf).setPermission(
-        hadoop_path(f"file://{written}"), ours_permission
-    )
+    mode = jvm.org.apache.hadoop.fs.permission.FsPermission("640")
+    ours.setPermission(hadoop_path(f"file://{written}"), mode)
     assert stat.S_IMODE(written.stat().st_mode) == 0o640
 
     # what a rename asks of every path (Hadoop forks readlink for it): the same answers
     os.symlink(written, tmp_path / "link")
-    ours = jvm.org.apache.hadoop.fs.FileContext.getFileContext(conf)
-    assert ours.getDefaultFileSystem().getClass().getName() == NO_FORK_FS_CLASS
     hadoop_conf = jvm.org.apache.hadoop.conf.Configuration(conf)
-    hadoop_conf.set(LOCAL_CHECKPOINT_FS_KEY.removeprefix("spark.hadoop."), LOCAL_CHECKPOINT_FS)
+    hadoop_conf.set(hadoop_key, LOCAL_CHECKPOINT_FS)
     hadoops = jvm.org.apache.hadoop.fs.FileContext.getFileContext(hadoop_conf)
     for name in ("link", "offsets/0", "offsets"):
         path = hadoop_path(f"file://{tmp_path / name}")
