@@ -17,7 +17,6 @@ from typing import Any
 import orjson
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from routewatch.errors import RoutewatchError
@@ -25,6 +24,7 @@ from routewatch.store import Store, StoreUnavailableError, open_store
 from streaming.kafka_source import KafkaDataSource
 from streaming.legacy_state import holds_legacy_state
 from streaming.pipeline import changes, file_lines, kafka_lines
+from streaming.progress import QueryEvents, add_query_events
 from streaming.session import set_log_level, spark_session
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name, store_writer
@@ -82,7 +82,7 @@ def evaluate_traces(
     return out
 
 
-class _ProgressLog(StreamingQueryListener):
+class _ProgressLog:
     """One log line per batch (input rows, duration, event-time lag) and the batch's figures
     in the store, for every routewatch query of one Spark session.
 
@@ -90,7 +90,7 @@ class _ProgressLog(StreamingQueryListener):
     listener of a session with every query's events, each call a py4j round trip on Spark's
     one listener thread. Listeners added per query piled up in a session that ran many
     queries (the tests, the benchmarks); their backlog grew, and ``spark.stop()`` waited
-    minutes for it to drain.
+    minutes for it to drain. Progress arrives as Spark's JSON (``streaming.progress``).
     """
 
     def __init__(self) -> None:
@@ -100,43 +100,37 @@ class _ProgressLog(StreamingQueryListener):
     def watch(self, query: StreamingQuery, store_url: str, job: str) -> None:
         self.queries[str(query.id)] = (store_url, job)
 
-    def onQueryStarted(self, event: Any) -> None:
-        pass  # (called before start() returns, so before watch(): start_stream logs it)
-
-    def onQueryProgress(self, event: Any) -> None:
-        p = event.progress
-        target = self.queries.get(str(p.id))
+    def progress(self, p: dict[str, Any]) -> None:
+        target = self.queries.get(p["id"])
         if target is None:
             return
         store_url, job = target
-        duration = int(p.durationMs.get("triggerExecution", 0))
+        batch_id, input_rows = p["batchId"], p["numInputRows"]
+        duration = int(p.get("durationMs", {}).get("triggerExecution", 0))
         try:
             store = Store(store_url)  # the job migrated it at start
             try:
-                store.record_progress(job, p.batchId, p.numInputRows, duration)
+                store.record_progress(job, batch_id, input_rows, duration)
                 times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
             finally:
                 store.close()
         except StoreUnavailableError as exc:
             # the figures are for people and metrics; the batch itself is safe in the store
-            log.warning("batch %d: progress not recorded: %s", p.batchId, exc)
+            log.warning("batch %d: progress not recorded: %s", batch_id, exc)
             return
         lag = f"{time.time() - max(times) / 1000:.1f} s" if times else "n/a"
         log.info(
             "batch %d: %d input rows in %d ms, event-time lag %s",
-            p.batchId,
-            p.numInputRows,
+            batch_id,
+            input_rows,
             duration,
             lag,
         )
 
-    def onQueryIdle(self, event: Any) -> None:
-        pass
-
-    def onQueryTerminated(self, event: Any) -> None:
-        if self.queries.pop(str(event.id), None) is None:
+    def terminated(self, query_id: str, exception: str | None) -> None:
+        if self.queries.pop(query_id, None) is None:
             return
-        log.info("stream stopped%s", f": {event.exception}" if event.exception else "")
+        log.info("stream stopped%s", f": {exception}" if exception else "")
 
 
 _PROGRESS_LOGS: weakref.WeakKeyDictionary[SparkSession, _ProgressLog] = weakref.WeakKeyDictionary()
@@ -147,7 +141,7 @@ def progress_log(spark: SparkSession) -> _ProgressLog:
     listener = _PROGRESS_LOGS.get(spark)
     if listener is None:
         listener = _PROGRESS_LOGS[spark] = _ProgressLog()
-        spark.streams.addListener(listener)
+        add_query_events(spark, QueryEvents(listener.progress, listener.terminated))
     return listener
 
 
