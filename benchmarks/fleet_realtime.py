@@ -6,19 +6,25 @@ speed it sustains in real time.
 
 The fleet (``emitter.fleet``: by default 10 clusters x 10 brokers x 10,000 topics, 2
 NameServers, parts of 800 topics, 1,000 producers, 10,000 sends/s) is written as one spool
-file per second of traffic. Three phases (and a fourth), in one Spark session (``local[2]``, a
+file per second of traffic. The phases run in one Spark session (``local[2]``, a
 driver heap of ``--driver-memory``, Spark's default 1g unless given):
 
 1. **Bare source + parse**: the spool's text source and stage 1 (``read_events``: parse and
    validate) into Spark's no-op sink, one second of traffic per micro-batch, over the first
    ``warm + steady`` seconds.
+1b. **Stateful floor**: the same events, grouped by cluster as the job groups them, through
+   Spark's ``transformWithStateInPandas`` with a processor that does nothing but count its
+   rows (no state, no rules, no store), into the no-op sink: what Spark itself costs around a
+   stateful processor written in Python (the shuffle, the state server, Arrow to pandas and
+   back). Its rate over the bare rate, the **floor ratio**, is the highest ceiling ratio any
+   processor could reach in this design on this machine.
 2. **Full pipeline**: the job itself (``start_spool_stream``: route tables, alerts, the SQLite
    store), one second of traffic per micro-batch, over the same files. The first 30 seconds
    hold every broker's first full registration (10,000 topics each), which the job applies up
    to the lateness bound (2 s) later: ``warm`` is 32 by default. The rate is measured on the
    ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
    the full pipeline's rate over the bare rate on the same events, measured in the same run.
-   After phase 3, both phases again with ``--capacity-batch`` seconds of traffic per batch (10
+   After phase 3, phases 1, 1b and 2 again with ``--capacity-batch`` seconds of traffic per batch (10
    by default), as the job takes in a backlog, each with a checkpoint (and for the job, a
    store) of its own: the **ratio at capacity**, where Spark's per-batch steps and the state
    store's commit weigh less and the per-event costs decide.
@@ -34,7 +40,7 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    step), or how many seconds of traffic it was behind.
 
 Records ``fleet_max_speed`` (the highest sustained speed; 0 if none), ``ceiling_ratio`` (one
-second of traffic per batch; the ratio at capacity is in the section) and
+second of traffic per batch; the floor ratio and the ratios at capacity are in the section) and
 ``jvm_rss_gib`` (the Spark JVM's peak resident memory, VmHWM, over the whole run) in
 ``benchmarks/results/latest.json``, section ``fleet``.
 """
@@ -46,19 +52,26 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pyspark.sql import SparkSession
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.stateful_processor import (
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.settings import load
 from streaming.jobs import start_spool_stream
-from streaming.pipeline import file_lines
+from streaming.pipeline import by_cluster, file_lines
+from streaming.processor import CHANGES_SCHEMA
 from streaming.read import read_events
 from streaming.session import spark_session
 from streaming.settings import StreamingSettings
@@ -161,22 +174,62 @@ def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
     return rate
 
 
+def _events(spark: SparkSession, spool: Path, batch_s: int) -> DataFrame:
+    text = spark.readStream.format("text").option("maxFilesPerTrigger", batch_s).load(str(spool))
+    return read_events(file_lines(text))
+
+
+def _noop_rate(frame: DataFrame, checkpoint: Path, first_batch: int) -> Rate:
+    query = frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start()
+    query.processAllAvailable()
+    progress = list(query.recentProgress)
+    query.stop()
+    return steady_rate(progress, first_batch)
+
+
 def bare_rate(
     spark: SparkSession, spool: Path, checkpoint: Path, first_batch: int, batch_s: int = 1
 ) -> Rate:
     """Phase 1: text source + parse and validate, into the no-op sink, ``batch_s`` seconds of
     traffic per batch."""
-    text = spark.readStream.format("text").option("maxFilesPerTrigger", batch_s).load(str(spool))
-    query = (
-        read_events(file_lines(text))
-        .writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .start()
+    return _noop_rate(_events(spark, spool, batch_s), checkpoint, first_batch)
+
+
+class CountingProcessor(StatefulProcessor):
+    """A stateful processor that does none of routewatch's work: it declares no state and
+    yields one row per cluster and batch, the number of rows it was given."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        pass
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        count = sum(len(frame) for frame in rows)
+        row = (str(key[0]), "count", "rows", None, str(count))
+        yield pd.DataFrame([row], columns=["cluster", "kind", "key", "at", "payload"]).astype(
+            {"at": "Int64"}
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def floor_rate(
+    spark: SparkSession, spool: Path, checkpoint: Path, first_batch: int, batch_s: int = 1
+) -> Rate:
+    """Phase 1b, the floor of a Python stateful stage: phase 1's events grouped as the job
+    groups them, through Spark's ``transformWithStateInPandas`` with
+    :class:`CountingProcessor`, into the no-op sink. What Spark itself costs around a stateful
+    processor written in Python (the shuffle, the state server, Arrow to pandas and back)
+    with none of routewatch's work: no state, no rules, no store."""
+    counted = by_cluster(_events(spark, spool, batch_s)).transformWithStateInPandas(
+        statefulProcessor=CountingProcessor(),
+        outputStructType=CHANGES_SCHEMA,
+        outputMode="Append",
+        timeMode="None",
     )
-    query.processAllAvailable()
-    progress = list(query.recentProgress)
-    query.stop()
-    return steady_rate(progress, first_batch)
+    return _noop_rate(counted, checkpoint, first_batch)
 
 
 def full_rate(
@@ -195,12 +248,13 @@ def full_rate(
 
 def capacity_rates(
     spark: SparkSession, settings: StreamingSettings, tmp: Path, warm: int, batch_s: int
-) -> tuple[Rate, Rate]:
-    """Phases 1 and 2 again, ``batch_s`` seconds of traffic per batch, as the job takes in a
+) -> tuple[Rate, Rate, Rate]:
+    """Phases 1, 1b and 2 again, ``batch_s`` seconds of traffic per batch, as the job takes in a
     backlog: the per-batch costs (Spark's own steps, the state store's commit) weigh less, so
     the ratio is that of the per-event costs. A job and store of their own."""
     first_batch = -(-warm // batch_s)
     bare = bare_rate(spark, settings.spool_dir, tmp / "bare-capacity", first_batch, batch_s)
+    floor = floor_rate(spark, settings.spool_dir, tmp / "floor-capacity", first_batch, batch_s)
     own = settings.model_copy(
         update={
             "max_files_per_trigger": batch_s,
@@ -208,7 +262,7 @@ def capacity_rates(
         }
     )
     full = full_rate(spark, own, first_batch, tmp / "full-capacity")
-    return bare, full
+    return bare, floor, full
 
 
 @dataclass
@@ -365,63 +419,73 @@ def main() -> None:
         try:
             bare = bare_rate(spark, settings.spool_dir, Path(tmp) / "bare-checkpoint", args.warm)
             print(f"bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
+            floor = floor_rate(spark, settings.spool_dir, Path(tmp) / "floor", args.warm)
+            print(f"stateful floor: {floor.per_s:,.0f} events/s", flush=True)
             full = full_rate(spark, settings, args.warm)
             print(f"full pipeline: {full.per_s:,.0f} events/s", flush=True)
             steps = realtime(spark, settings, files, measured, speeds, args.step, args.drain)
             # (last: the state stores of its queries stay in the JVM for a while, and would
             # weigh on the real-time phase)
-            capacity: tuple[Rate, Rate] | None = None
+            capacity: tuple[Rate, Rate, Rate] | None = None
             if args.capacity_batch > 1:
                 capacity = capacity_rates(
                     spark, settings, Path(tmp), args.warm, args.capacity_batch
                 )
                 print(
                     f"{args.capacity_batch} s per batch: bare {capacity[0].per_s:,.0f}, "
-                    f"full {capacity[1].per_s:,.0f} events/s",
+                    f"floor {capacity[1].per_s:,.0f}, full {capacity[2].per_s:,.0f} events/s",
                     flush=True,
                 )
         finally:
             peak = jvm_rss_gib()  # VmHWM: the JVM's high-water mark since it started
             spark.stop()
-    report(args, per_s, mb_per_s, bare, full, capacity, steps, peak)
+    report(args, per_s, mb_per_s, (bare, floor, full), capacity, steps, peak)
+
+
+PHASES = ("bare source + parse", "stateful floor", "full pipeline")
+
+
+def _ratio(rate: Rate, bare: Rate) -> float:
+    return rate.per_s / bare.per_s if bare.per_s else 0.0
 
 
 def report(
     args: argparse.Namespace,
     per_s: float,
     mb_per_s: float,
-    bare: Rate,
-    full: Rate,
-    capacity: tuple[Rate, Rate] | None,
+    rates: tuple[Rate, Rate, Rate],
+    capacity: tuple[Rate, Rate, Rate] | None,
     steps: list[Step],
     peak_gib: float,
 ) -> None:
-    ratio = full.per_s / bare.per_s if bare.per_s else 0.0
-    phases = [("", bare, full)]
+    bare, floor, full = rates
+    ratio, floor_ratio = _ratio(full, bare), _ratio(floor, bare)
+    phases = [("", rates)]
     if capacity is not None:
-        phases.append((f" ({args.capacity_batch} s per batch)", *capacity))
+        phases.append((f" ({args.capacity_batch} s per batch)", capacity))
     sustained = [s.speed for s in steps if s.sustained]
     max_speed = max(sustained) if sustained else 0.0
     print()
     print_table(
-        ["phase", "events/s", "x real time", "batch median s", "batch max s"],
+        ["phase", "events/s", "x real time", "of bare", "batch median s", "batch max s"],
         [
             [
                 name + suffix,
                 rate.per_s,
                 rate.per_s / per_s,
+                f"{_ratio(rate, these[0]):.0%}",
                 median(rate.durations),
                 max(rate.durations, default=0.0),
             ]
-            for suffix, b, f in phases
-            for name, rate in (("bare source + parse", b), ("full pipeline", f))
+            for suffix, these in phases
+            for name, rate in zip(PHASES, these, strict=True)
         ],
     )
     print("\nmedian batch, by part (ms): Spark's durationMs, and the stateful operator's")
-    names = sorted(set(bare.parts) | set(full.parts))
+    names = sorted(set(bare.parts) | set(floor.parts) | set(full.parts))
     print_table(
-        ["part", "bare source + parse", "full pipeline"],
-        [[name, bare.parts.get(name, "-"), full.parts.get(name, "-")] for name in names],
+        ["part", *PHASES],
+        [[name, *(rate.parts.get(name, "-") for rate in rates)] for name in names],
     )
     print()
     print_table(
@@ -438,12 +502,18 @@ def report(
             for s in steps
         ],
     )
-    at_capacity = capacity[1].per_s / capacity[0].per_s if capacity and capacity[0].per_s else None
-    if at_capacity is not None:
-        print(f"\nceiling ratio at {args.capacity_batch} s per batch: {at_capacity:.0%}")
+    at_capacity = _ratio(capacity[2], capacity[0]) if capacity else None
+    floor_at_capacity = _ratio(capacity[1], capacity[0]) if capacity else None
+    if capacity is not None:
+        print(
+            f"\nceiling ratio at {args.capacity_batch} s per batch: {at_capacity:.0%} "
+            f"(stateful floor {floor_at_capacity:.0%})"
+        )
     print(
-        f"\nceiling ratio {ratio:.0%} (target >= 50 %); highest sustained speed {max_speed:g}x "
-        f"(target >= 1x); JVM peak RSS {peak_gib:.2f} GiB (target <= 2 GiB)"
+        f"\nceiling ratio {ratio:.0%} (target >= 50 %; the stateful floor, Spark's own work "
+        f"around a Python stateful processor that does nothing: {floor_ratio:.0%}); highest "
+        f"sustained speed {max_speed:g}x (target >= 1x); JVM peak RSS {peak_gib:.2f} GiB "
+        "(target <= 2 GiB)"
     )
     record(
         "fleet",
@@ -451,20 +521,26 @@ def report(
             "clusters": args.clusters,
             "driver_memory": args.driver_memory,
             "bare_batch_parts_median_ms": bare.parts,
+            "floor_batch_parts_median_ms": floor.parts,
             "full_batch_parts_median_ms": full.parts,
             "steady_traffic_events_per_s": per_s,
             "steady_traffic_mb_per_s": mb_per_s,
             "bare_events_per_s": bare.per_s,
+            "floor_events_per_s": floor.per_s,
             "full_events_per_s": full.per_s,
+            "floor_ratio": round(floor_ratio, 3),
             "full_batch_median_s": median(full.durations),
             "full_x_real_time": full.per_s / per_s,
             "steps": [vars(s) for s in steps],
             "capacity_batch_s": args.capacity_batch if capacity else None,
             "capacity_bare_events_per_s": capacity[0].per_s if capacity else None,
-            "capacity_full_events_per_s": capacity[1].per_s if capacity else None,
+            "capacity_floor_events_per_s": capacity[1].per_s if capacity else None,
+            "capacity_full_events_per_s": capacity[2].per_s if capacity else None,
             "capacity_bare_batch_parts_median_ms": capacity[0].parts if capacity else None,
-            "capacity_full_batch_parts_median_ms": capacity[1].parts if capacity else None,
+            "capacity_floor_batch_parts_median_ms": capacity[1].parts if capacity else None,
+            "capacity_full_batch_parts_median_ms": capacity[2].parts if capacity else None,
             "ceiling_ratio_at_capacity": round(at_capacity, 3) if at_capacity else None,
+            "floor_ratio_at_capacity": round(floor_at_capacity, 3) if floor_at_capacity else None,
             "max_speed_events_per_s": max_speed * per_s,
             "max_speed_mb_per_s": max_speed * mb_per_s,
         },

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.group import GroupedData
 
 from streaming.processor import CHANGES_SCHEMA, QUARANTINE_KEY, ClusterProcessor
 from streaming.read import read_events
 
-__all__ = ["changes", "file_lines", "kafka_lines", "quarantined", "track_clusters"]
+__all__ = ["by_cluster", "changes", "file_lines", "kafka_lines", "quarantined", "track_clusters"]
 
 
 def file_lines(text: DataFrame) -> DataFrame:
@@ -44,6 +45,23 @@ def kafka_lines(records: DataFrame) -> DataFrame:
     return records.select(F.col("value").cast("string").alias("value"), origin.alias("origin"))
 
 
+def by_cluster(events: DataFrame) -> GroupedData:
+    """Events grouped for the stateful stage: by their cluster, and bad input under
+    :data:`QUARANTINE_KEY` (with its own cluster, if it named one, as ``event_cluster``)."""
+    bad = F.col("reason").isNotNull()
+    return events.select(
+        F.when(bad, F.lit(QUARANTINE_KEY)).otherwise(F.col("cluster")).alias("cluster"),
+        F.col("cluster").alias("event_cluster"),
+        "arrival",
+        "event_id",
+        "ts",
+        "seq",
+        "value",
+        "reason",
+        "detail",
+    ).groupBy("cluster")
+
+
 def track_clusters(
     events: DataFrame,
     *,
@@ -61,19 +79,7 @@ def track_clusters(
     twice: a streaming DataFrame cannot be cached.) ``legacy_state``: the checkpoint may hold
     clusters in the earlier state layout (``streaming.legacy_state``).
     """
-    bad = F.col("reason").isNotNull()
-    grouped = events.select(
-        F.when(bad, F.lit(QUARANTINE_KEY)).otherwise(F.col("cluster")).alias("cluster"),
-        F.col("cluster").alias("event_cluster"),
-        "arrival",
-        "event_id",
-        "ts",
-        "seq",
-        "value",
-        "reason",
-        "detail",
-    )
-    return grouped.groupBy("cluster").transformWithStateInPandas(
+    return by_cluster(events).transformWithStateInPandas(
         statefulProcessor=ClusterProcessor(lateness_ms, dedupe_horizon_ms, final, legacy_state),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
