@@ -24,9 +24,9 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    to the lateness bound (2 s) later: ``warm`` is 32 by default. The rate is measured on the
    ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
    the full pipeline's rate over the bare rate on the same events, measured in the same run.
-   After phase 3, phases 1, 1b and 2 again with ``--capacity-batch`` seconds of traffic per batch (10
-   by default), as the job takes in a backlog, each with a checkpoint (and for the job, a
-   store) of its own: the **ratio at capacity**, where Spark's per-batch steps and the state
+   After phase 3, phases 1, 1b and 2 again with ``--capacity-batch`` seconds of traffic per
+   batch (10 by default), as the job takes in a backlog, each with a checkpoint (and for the
+   job, a store) of its own: the **ratio at capacity**, where Spark's per-batch steps and the state
    store's commit weigh less and the per-event costs decide.
 3. **Real time**: the same job, restarted on its checkpoint with a 1 s trigger (and given one
    second of traffic, not judged, to load its state), while a writer
@@ -51,6 +51,7 @@ import argparse
 import os
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +60,6 @@ from typing import IO, Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessor,
     StatefulProcessorHandle,
@@ -72,6 +72,7 @@ from routewatch.settings import load
 from streaming.jobs import start_spool_stream
 from streaming.pipeline import by_cluster, file_lines
 from streaming.processor import CHANGES_SCHEMA
+from streaming.progress import QueryEvents, add_query_events
 from streaming.read import read_events
 from streaming.session import spark_session
 from streaming.settings import StreamingSettings
@@ -276,15 +277,52 @@ class Step:
     sustained: bool
 
 
-def taken_in(query: StreamingQuery, since_batch: int) -> int:
-    return sum(p["numInputRows"] for p in query.recentProgress if p["batchId"] >= since_batch)
+class Progress:
+    """One query's batches as Spark's listener reports them (``streaming.progress``), so that
+    the real-time phase can wait for them without asking the JVM: ``query.recentProgress``
+    costs a py4j round trip per batch retained, every time, while the job is being judged."""
+
+    def __init__(self) -> None:
+        self.query_id: str | None = None
+        self.batches: list[dict[str, Any]] = []
+        self.changed = threading.Condition()
+
+    def progress(self, progress: dict[str, Any]) -> None:
+        with self.changed:
+            if progress["id"] == self.query_id:
+                self.batches.append(progress)
+                self.changed.notify_all()
+
+    def terminated(self, query_id: str, exception: str | None) -> None:
+        pass
+
+    def since(self, first_batch: int) -> list[dict[str, Any]]:
+        with self.changed:
+            return [p for p in self.batches if p["batchId"] >= first_batch]
+
+    def next_batch(self) -> int:
+        with self.changed:
+            return int(self.batches[-1]["batchId"]) + 1 if self.batches else 0
+
+    def wait_taken(self, first_batch: int, rows: int, deadline: float) -> int:
+        """Rows taken in since ``first_batch``, once at least ``rows`` or at ``deadline``
+        (``time.monotonic``)."""
+        with self.changed:
+            while True:
+                taken = sum(
+                    int(p["numInputRows"]) for p in self.batches if p["batchId"] >= first_batch
+                )
+                left = deadline - time.monotonic()
+                if taken >= rows or left <= 0:
+                    return taken
+                self.changed.wait(left)
 
 
 def realtime_step(
-    query: StreamingQuery, files: SecondFiles, seconds: list[int], speed: float, drain_s: float
+    progress: Progress, files: SecondFiles, seconds: list[int], speed: float, drain_s: float
 ) -> Step:
     """Publish ``seconds`` at ``speed``, then give the job ``drain_s`` to take in the rest."""
-    first_batch = (query.lastProgress or {"batchId": -1})["batchId"] + 1
+    first_batch = progress.next_batch()
     published = 0
     started = time.monotonic()
     for i, second in enumerate(seconds):
@@ -294,12 +332,13 @@ def realtime_step(
         files.publish(second)
         published += files.events[second]
     last = time.monotonic()
-    progress = [p for p in query.recentProgress if p["batchId"] >= first_batch]
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress if p["numInputRows"]]
+    batches = progress.since(first_batch)
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches if p["numInputRows"]]
     # the last file waits at most for the batch running when it lands, then its own batch
     allowed = drain_s + 2 * median(durations or [0.0])
-    while (taken := taken_in(query, first_batch)) < published and time.monotonic() < last + allowed:
-        time.sleep(0.05)
+    taken = progress.wait_taken(first_batch, published, last + allowed)
+    batches = progress.since(first_batch)  # (with the ones that took in the step's end)
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches if p["numInputRows"]]
     drained = taken >= published
     per_second = statistics.mean(files.events[s] for s in seconds)
     wall = len(seconds) / speed
@@ -325,19 +364,21 @@ def realtime(
 ) -> list[Step]:
     """Phase 3: the job with a 1 s trigger, fed at rising speeds until it falls behind."""
     live = settings.model_copy(update={"max_files_per_trigger": None, "trigger_interval_s": 1.0})
+    progress = Progress()
+    listener = add_query_events(spark, QueryEvents(progress.progress, progress.terminated))
     query = start_spool_stream(spark, live)
+    with progress.changed:
+        progress.query_id = str(query.id)
     steps: list[Step] = []
     # one second of traffic, not judged: the restarted query's first batch loads its state
     files.publish(first)
-    deadline = time.monotonic() + 300
-    while taken_in(query, 0) < files.events[first] and time.monotonic() < deadline:
-        time.sleep(0.1)
+    progress.wait_taken(0, files.events[first], time.monotonic() + 300)
     second = first + 1
     try:
         for speed in speeds:
             count = max(round(step_s * speed), 1)
             seconds = list(range(second, second + count))
-            step = realtime_step(query, files, seconds, speed, drain_s)
+            step = realtime_step(progress, files, seconds, speed, drain_s)
             second += count
             steps.append(step)
             print(
@@ -354,6 +395,7 @@ def realtime(
                 break
     finally:
         query.stop()
+        spark.streams._jsqm.removeListener(listener)
     return steps
 
 
