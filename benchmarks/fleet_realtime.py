@@ -28,6 +28,10 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    batch (10 by default), as the job takes in a backlog, each with a checkpoint (and for the
    job, a store) of its own: the **ratio at capacity**, where Spark's per-batch steps and the state
    store's commit weigh less and the per-event costs decide.
+   Phases 1, 1b and 2 first run once unmeasured, each with a checkpoint (and for the job, a
+   store) of its own (``--no-warm-up`` skips this): the first phase of a new JVM runs
+   slower while the JIT compiles Spark's code (the bare read 20-30 % slower on this machine),
+   which would flatter whichever ratio has it in the denominator.
 3. **Real time**: the same job, restarted on its checkpoint with a 1 s trigger (and given one
    second of traffic, not judged, to load its state), while a writer
    publishes the following seconds of traffic at ``speed`` seconds of traffic per wall-clock
@@ -247,6 +251,27 @@ def full_rate(
     return steady_rate(progress, first_batch)
 
 
+def ratio_phases(
+    spark: SparkSession, settings: StreamingSettings, tmp: Path, warm: int, cold: bool = False
+) -> tuple[Rate, Rate, Rate]:
+    """Phases 1, 1b and 2, one second of traffic per batch, each with a checkpoint of its own.
+    The job's is the settings' own, which the real-time phase resumes, except in the ``cold``
+    round (the warm-up), which has a checkpoint and a store of its own."""
+    base, label = (tmp / "cold", "cold JVM: ") if cold else (tmp, "")
+    base.mkdir(parents=True, exist_ok=True)
+    bare = bare_rate(spark, settings.spool_dir, base / "bare-checkpoint", warm)
+    print(f"{label}bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
+    floor = floor_rate(spark, settings.spool_dir, base / "floor-checkpoint", warm)
+    print(f"{label}stateful floor: {floor.per_s:,.0f} events/s", flush=True)
+    if cold:
+        own = settings.model_copy(update={"store_url": f"sqlite:///{base / 'full.db'}"})
+        full = full_rate(spark, own, warm, base / "full-checkpoint")
+    else:
+        full = full_rate(spark, settings, warm)
+    print(f"{label}full pipeline: {full.per_s:,.0f} events/s", flush=True)
+    return bare, floor, full
+
+
 def capacity_rates(
     spark: SparkSession, settings: StreamingSettings, tmp: Path, warm: int, batch_s: int
 ) -> tuple[Rate, Rate, Rate]:
@@ -423,6 +448,13 @@ def main() -> None:
         help="seconds of traffic per batch for the ratio at capacity (0: not measured)",
     )
     parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="measure phases 1, 1b and 2 on a cold JVM (by default they run once first, "
+        "unmeasured: the first phase of a new JVM runs slower while its JIT compiles Spark)",
+    )
+    parser.add_argument(
         "--drain",
         type=float,
         default=1.0,
@@ -459,12 +491,10 @@ def main() -> None:
         spark = spark_session("local[2]", "routewatch-bench", conf)
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            bare = bare_rate(spark, settings.spool_dir, Path(tmp) / "bare-checkpoint", args.warm)
-            print(f"bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
-            floor = floor_rate(spark, settings.spool_dir, Path(tmp) / "floor", args.warm)
-            print(f"stateful floor: {floor.per_s:,.0f} events/s", flush=True)
-            full = full_rate(spark, settings, args.warm)
-            print(f"full pipeline: {full.per_s:,.0f} events/s", flush=True)
+            cold: tuple[Rate, Rate, Rate] | None = None
+            if args.warm_up:
+                cold = ratio_phases(spark, settings, Path(tmp), args.warm, cold=True)
+            bare, floor, full = ratio_phases(spark, settings, Path(tmp), args.warm)
             steps = realtime(spark, settings, files, measured, speeds, args.step, args.drain)
             # (last: the state stores of its queries stay in the JVM for a while, and would
             # weigh on the real-time phase)
@@ -481,7 +511,7 @@ def main() -> None:
         finally:
             peak = jvm_rss_gib()  # VmHWM: the JVM's high-water mark since it started
             spark.stop()
-    report(args, per_s, mb_per_s, (bare, floor, full), capacity, steps, peak)
+    report(args, per_s, mb_per_s, (bare, floor, full), cold, capacity, steps, peak)
 
 
 PHASES = ("bare source + parse", "stateful floor", "full pipeline")
@@ -496,6 +526,7 @@ def report(
     per_s: float,
     mb_per_s: float,
     rates: tuple[Rate, Rate, Rate],
+    cold: tuple[Rate, Rate, Rate] | None,
     capacity: tuple[Rate, Rate, Rate] | None,
     steps: list[Step],
     peak_gib: float,
@@ -503,6 +534,8 @@ def report(
     bare, floor, full = rates
     ratio, floor_ratio = _ratio(full, bare), _ratio(floor, bare)
     phases = [("", rates)]
+    if cold is not None:
+        phases.insert(0, (" (cold JVM, not measured)", cold))
     if capacity is not None:
         phases.append((f" ({args.capacity_batch} s per batch)", capacity))
     sustained = [s.speed for s in steps if s.sustained]
@@ -571,6 +604,10 @@ def report(
             "floor_events_per_s": floor.per_s,
             "full_events_per_s": full.per_s,
             "floor_ratio": round(floor_ratio, 3),
+            "warm_up": args.warm_up,
+            "cold_bare_events_per_s": cold[0].per_s if cold else None,
+            "cold_floor_events_per_s": cold[1].per_s if cold else None,
+            "cold_full_events_per_s": cold[2].per_s if cold else None,
             "full_batch_median_s": median(full.durations),
             "full_x_real_time": full.per_s / per_s,
             "steps": [vars(s) for s in steps],

@@ -10,6 +10,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from streaming.local_fs import NO_FORK_FS_CLASS, cache_dir, find_javac, no_fork_jar
+from streaming.settings import under_spark_submit
 
 __all__ = [
     "BASE_CONF",
@@ -93,7 +94,7 @@ def local_checkpoint_fs(master: str | None, conf: Mapping[str, str]) -> dict[str
         return {}
     if master is None or not master.startswith("local"):
         return {}  # a cluster's executors write the state store's files: not on their path
-    if "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._active_spark_context is not None:
+    if under_spark_submit() or SparkContext._active_spark_context is not None:
         return {}  # the JVM is running already: its class path is set
     jar = no_fork_jar(cache_dir(), find_javac())
     if jar is None:

@@ -9,7 +9,13 @@ from pydantic import Field
 
 from routewatch.settings import Settings
 
-__all__ = ["StreamingSettings"]
+__all__ = ["StreamingSettings", "under_spark_submit"]
+
+
+def under_spark_submit() -> bool:
+    """Whether ``spark-submit`` started this process (PySpark's driver): its JVM runs already,
+    with its own master, address and memory."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 class StreamingSettings(Settings):
@@ -73,8 +79,7 @@ class StreamingSettings(Settings):
     def session_master(self) -> str | None:
         """The master to give the session: none when ``spark-submit`` started this driver (its
         ``--master`` wins) unless ROUTEWATCH_SPARK_MASTER is set."""
-        submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # pyspark's driver under spark-submit
-        if submitted and "spark_master" not in self.model_fields_set:
+        if under_spark_submit() and "spark_master" not in self.model_fields_set:
             return None
         return self.spark_master
 
@@ -82,7 +87,7 @@ class StreamingSettings(Settings):
         """Spark settings that come from routewatch's (under ``spark-submit``, the driver's
         address only when ROUTEWATCH_SPARK_DRIVER_HOST is set: its --conf may give one)."""
         conf: dict[str, str] = {}
-        submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+        submitted = under_spark_submit()
         if not submitted or "spark_driver_host" in self.model_fields_set:
             conf["spark.driver.host"] = self.spark_driver_host
             conf["spark.driver.bindAddress"] = self.spark_driver_host
