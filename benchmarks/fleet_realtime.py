@@ -30,7 +30,7 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    store's commit weigh less and the per-event costs decide.
    Phases 1, 1b and 2 first run once unmeasured, each with a checkpoint (and for the job, a
    store) of its own (``--no-warm-up`` skips this): the first phase of a new JVM runs
-   slower while the JIT compiles Spark's code (the bare read 20-30 % slower on this machine),
+   slower while the JIT compiles Spark's code (the bare read 15-30 % slower on this machine),
    which would flatter whichever ratio has it in the denominator.
 3. **Real time**: the same job, restarted on its checkpoint with a 1 s trigger (and given one
    second of traffic, not judged, to load its state), while a writer
