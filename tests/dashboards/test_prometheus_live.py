@@ -35,7 +35,10 @@ CLUSTERS = {
     "Refusing": "restarted-auto-create-off-stale-tbw102",  # a broker refuses sends
     "Expiring": "broker-dies",  # a topic that lived on the dying broker only loses every route
 }
-SPEED = 10
+# The Refusing cluster's sends are refused 6-30 s into its scenario: at 5x, over 5 s of wall
+# time, so that Prometheus scrapes its send counters before the last refusal is counted (a
+# counter first seen at its final value has no rate).
+SPEED = 5
 RATE_INTERVAL = "10s"  # what Grafana's $__rate_interval is at a 1 s scrape interval
 BAD_LINES = "{broken\nnot json either\n"
 
@@ -135,6 +138,9 @@ def test_every_panel_lights_up_for_its_scenario(
     settings = load(StreamingSettings, data_dir=tmp_path, trigger_interval_s=0.5)
     trace = tmp_path / "mixed.jsonl"
     _mixed_trace(trace)
+    # Prometheus scrapes the API before any event is read: each cluster's send counters then
+    # appear at 0 with its first batch, before its first refused send.
+    wait_for(lambda: prometheus.scraped("routewatch"), 60, "Prometheus scraping the API")
     start = time.time()
     query = start_stream(spark, settings, "spool")
     replay = subprocess.Popen(
@@ -145,7 +151,6 @@ def test_every_panel_lights_up_for_its_scenario(
         env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)},
     )
     try:
-        wait_for(lambda: prometheus.scraped("routewatch"), 60, "Prometheus scraping the API")
         # Bad input after Prometheus has seen the quarantine counters at 0, so it sees the rise.
         wait_for(
             lambda: bool(prometheus.query("sum(routewatch_events_total) > 0")),
