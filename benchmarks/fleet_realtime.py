@@ -64,6 +64,7 @@ from typing import IO, Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessor,
     StatefulProcessorHandle,
@@ -184,12 +185,17 @@ def _events(spark: SparkSession, spool: Path, batch_s: int) -> DataFrame:
     return read_events(file_lines(text))
 
 
-def _noop_rate(frame: DataFrame, checkpoint: Path, first_batch: int) -> Rate:
-    query = frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start()
+def _drained_rate(query: StreamingQuery, first_batch: int) -> Rate:
+    """The steady rate of ``query`` once it has taken in everything there is; stops it."""
     query.processAllAvailable()
     progress = list(query.recentProgress)
     query.stop()
     return steady_rate(progress, first_batch)
+
+
+def _noop_rate(frame: DataFrame, checkpoint: Path, first_batch: int) -> Rate:
+    query = frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start()
+    return _drained_rate(query, first_batch)
 
 
 def bare_rate(
@@ -244,50 +250,36 @@ def full_rate(
     checkpoint: Path | None = None,
 ) -> Rate:
     """Phase 2: the job, ``settings.max_files_per_trigger`` seconds of traffic per batch."""
-    query = start_spool_stream(spark, settings, checkpoint)
-    query.processAllAvailable()
-    progress = list(query.recentProgress)
-    query.stop()
-    return steady_rate(progress, first_batch)
+    return _drained_rate(start_spool_stream(spark, settings, checkpoint), first_batch)
 
 
 def ratio_phases(
-    spark: SparkSession, settings: StreamingSettings, tmp: Path, warm: int, cold: bool = False
+    spark: SparkSession,
+    settings: StreamingSettings,
+    base: Path,
+    warm: int,
+    *,
+    label: str = "",
+    batch_s: int = 1,
+    own_job: bool = True,
 ) -> tuple[Rate, Rate, Rate]:
-    """Phases 1, 1b and 2, one second of traffic per batch, each with a checkpoint of its own.
-    The job's is the settings' own, which the real-time phase resumes, except in the ``cold``
-    round (the warm-up), which has a checkpoint and a store of its own."""
-    base, label = (tmp / "cold", "cold JVM: ") if cold else (tmp, "")
-    base.mkdir(parents=True, exist_ok=True)
-    bare = bare_rate(spark, settings.spool_dir, base / "bare-checkpoint", warm)
-    print(f"{label}bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
-    floor = floor_rate(spark, settings.spool_dir, base / "floor-checkpoint", warm)
-    print(f"{label}stateful floor: {floor.per_s:,.0f} events/s", flush=True)
-    if cold:
-        own = settings.model_copy(update={"store_url": f"sqlite:///{base / 'full.db'}"})
-        full = full_rate(spark, own, warm, base / "full-checkpoint")
-    else:
-        full = full_rate(spark, settings, warm)
-    print(f"{label}full pipeline: {full.per_s:,.0f} events/s", flush=True)
-    return bare, floor, full
-
-
-def capacity_rates(
-    spark: SparkSession, settings: StreamingSettings, tmp: Path, warm: int, batch_s: int
-) -> tuple[Rate, Rate, Rate]:
-    """Phases 1, 1b and 2 again, ``batch_s`` seconds of traffic per batch, as the job takes in a
-    backlog: the per-batch costs (Spark's own steps, the state store's commit) weigh less, so
-    the ratio is that of the per-event costs. A job and store of their own."""
+    """Phases 1, 1b and 2 over the first ``warm + steady`` seconds, ``batch_s`` seconds of
+    traffic per batch, each with a checkpoint of its own under ``base``. With ``own_job``
+    the job has a checkpoint and a store there too; without, it has the settings' own, which
+    the real-time phase resumes. (At ``batch_s`` > 1, as the job takes in a backlog, the
+    per-batch costs weigh less, so the ratio is that of the per-event costs.)"""
     first_batch = -(-warm // batch_s)
-    bare = bare_rate(spark, settings.spool_dir, tmp / "bare-capacity", first_batch, batch_s)
-    floor = floor_rate(spark, settings.spool_dir, tmp / "floor-capacity", first_batch, batch_s)
-    own = settings.model_copy(
-        update={
-            "max_files_per_trigger": batch_s,
-            "store_url": f"sqlite:///{tmp / 'capacity.db'}",
-        }
-    )
-    full = full_rate(spark, own, first_batch, tmp / "full-capacity")
+    base.mkdir(parents=True, exist_ok=True)
+    bare = bare_rate(spark, settings.spool_dir, base / "bare-checkpoint", first_batch, batch_s)
+    print(f"{label}bare source + parse: {bare.per_s:,.0f} events/s", flush=True)
+    floor = floor_rate(spark, settings.spool_dir, base / "floor-checkpoint", first_batch, batch_s)
+    print(f"{label}stateful floor: {floor.per_s:,.0f} events/s", flush=True)
+    update: dict[str, Any] = {"max_files_per_trigger": batch_s}
+    if own_job:
+        update["store_url"] = f"sqlite:///{base / 'full.db'}"
+    job = settings.model_copy(update=update)
+    full = full_rate(spark, job, first_batch, base / "full-checkpoint" if own_job else None)
+    print(f"{label}full pipeline: {full.per_s:,.0f} events/s", flush=True)
     return bare, floor, full
 
 
@@ -321,9 +313,14 @@ class Progress:
     def terminated(self, query_id: str, exception: str | None) -> None:
         pass
 
-    def since(self, first_batch: int) -> list[dict[str, Any]]:
+    def durations(self, first_batch: int) -> list[float]:
+        """Seconds taken by each batch with input since ``first_batch``."""
         with self.changed:
-            return [p for p in self.batches if p["batchId"] >= first_batch]
+            return [
+                p["durationMs"]["triggerExecution"] / 1000
+                for p in self.batches
+                if p["batchId"] >= first_batch and p["numInputRows"]
+            ]
 
     def next_batch(self) -> int:
         with self.changed:
@@ -357,13 +354,10 @@ def realtime_step(
         files.publish(second)
         published += files.events[second]
     last = time.monotonic()
-    batches = progress.since(first_batch)
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches if p["numInputRows"]]
     # the last file waits at most for the batch running when it lands, then its own batch
-    allowed = drain_s + 2 * median(durations or [0.0])
+    allowed = drain_s + 2 * median(progress.durations(first_batch) or [0.0])
     taken = progress.wait_taken(first_batch, published, last + allowed)
-    batches = progress.since(first_batch)  # (with the ones that took in the step's end)
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches if p["numInputRows"]]
+    durations = progress.durations(first_batch)  # (with the ones that took in the step's end)
     drained = taken >= published
     per_second = statistics.mean(files.events[s] for s in seconds)
     wall = len(seconds) / speed
@@ -493,20 +487,22 @@ def main() -> None:
         try:
             cold: tuple[Rate, Rate, Rate] | None = None
             if args.warm_up:
-                cold = ratio_phases(spark, settings, Path(tmp), args.warm, cold=True)
-            bare, floor, full = ratio_phases(spark, settings, Path(tmp), args.warm)
+                cold = ratio_phases(
+                    spark, settings, Path(tmp) / "cold", args.warm, label="cold JVM: "
+                )
+            bare, floor, full = ratio_phases(spark, settings, Path(tmp), args.warm, own_job=False)
             steps = realtime(spark, settings, files, measured, speeds, args.step, args.drain)
             # (last: the state stores of its queries stay in the JVM for a while, and would
             # weigh on the real-time phase)
             capacity: tuple[Rate, Rate, Rate] | None = None
             if args.capacity_batch > 1:
-                capacity = capacity_rates(
-                    spark, settings, Path(tmp), args.warm, args.capacity_batch
-                )
-                print(
-                    f"{args.capacity_batch} s per batch: bare {capacity[0].per_s:,.0f}, "
-                    f"floor {capacity[1].per_s:,.0f}, full {capacity[2].per_s:,.0f} events/s",
-                    flush=True,
+                capacity = ratio_phases(
+                    spark,
+                    settings,
+                    Path(tmp) / "capacity",
+                    args.warm,
+                    label=f"{args.capacity_batch} s per batch: ",
+                    batch_s=args.capacity_batch,
                 )
         finally:
             peak = jvm_rss_gib()  # VmHWM: the JVM's high-water mark since it started
