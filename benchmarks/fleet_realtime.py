@@ -12,7 +12,7 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
 1. **Bare source + parse**: the spool's text source and stage 1 (``read_events``: parse and
    validate) into Spark's no-op sink, one second of traffic per micro-batch, over the first
    ``warm + steady`` seconds.
-1b. **Stateful floor**: the same events, grouped by cluster as the job groups them, through
+1b. **Stateful floor**: the same events, grouped as the job groups them (one group), through
    Spark's ``transformWithStateInPandas`` with a processor that does nothing but count its
    rows (no state, no rules, no store), into the no-op sink: what Spark itself costs around a
    stateful processor written in Python (the shuffle, the state server, Arrow to pandas and
@@ -75,7 +75,7 @@ from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.settings import load
 from streaming.jobs import start_spool_stream
-from streaming.pipeline import by_cluster, file_lines
+from streaming.pipeline import by_stream, file_lines
 from streaming.processor import CHANGES_SCHEMA
 from streaming.progress import QueryEvents, add_query_events
 from streaming.read import read_events
@@ -208,7 +208,7 @@ def bare_rate(
 
 class CountingProcessor(StatefulProcessor):
     """A stateful processor that does none of routewatch's work: it declares no state and
-    yields one row per cluster and batch, the number of rows it was given."""
+    yields one row per group and batch, the number of rows it was given."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         pass
@@ -234,7 +234,7 @@ def floor_rate(
     :class:`CountingProcessor`, into the no-op sink. What Spark itself costs around a stateful
     processor written in Python (the shuffle, the state server, Arrow to pandas and back)
     with none of routewatch's work: no state, no rules, no store."""
-    counted = by_cluster(_events(spark, spool, batch_s)).transformWithStateInPandas(
+    counted = by_stream(_events(spark, spool, batch_s)).transformWithStateInPandas(
         statefulProcessor=CountingProcessor(),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",

@@ -22,14 +22,15 @@ from pyspark.sql.streaming.query import StreamingQuery
 from routewatch.errors import RoutewatchError
 from routewatch.store import Store, StoreUnavailableError, open_store
 from streaming.kafka_source import KafkaDataSource
-from streaming.legacy_state import holds_legacy_state
 from streaming.pipeline import changes, file_lines, kafka_lines
+from streaming.processor import STATE_LAYOUT
 from streaming.progress import QueryEvents, add_query_events
 from streaming.session import set_log_level, spark_session
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name, store_writer
 
 __all__ = [
+    "check_checkpoint",
     "check_readable",
     "evaluate_traces",
     "exit_unless_stopped_within",
@@ -171,17 +172,31 @@ def kafka_records(spark: SparkSession, settings: StreamingSettings) -> DataFrame
     return spark.readStream.format(KafkaDataSource.name()).options(**options).load()
 
 
-def checkpoint_sources(checkpoint: Path) -> int | None:
-    """How many sources the checkpoint's latest planned batch read (None: a new checkpoint).
+# beside Spark's own files in a checkpoint: the layout of the processor's state it holds
+LAYOUT_FILE = "routewatch-state-layout"
 
-    An offsets log entry is a version line, a metadata line, then one line per source.
-    """
-    offsets = checkpoint / "offsets"
-    batches = [p for p in offsets.glob("*") if p.name.isdigit()] if offsets.is_dir() else []
-    if not batches:
-        return None
-    latest = max(batches, key=lambda p: int(p.name))
-    return len(latest.read_text().splitlines()) - 2
+
+def check_checkpoint(checkpoint: Path) -> None:
+    """Resume only a checkpoint whose state this version reads: a new one is marked with the
+    state layout; one marked with another, or written before layouts were marked, is refused
+    with one sentence saying what to do."""
+    marker = checkpoint / LAYOUT_FILE
+    if marker.is_file():
+        found = marker.read_text().strip()
+        if found == str(STATE_LAYOUT):
+            return
+    else:
+        offsets = checkpoint / "offsets"
+        if not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
+            checkpoint.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{STATE_LAYOUT}\n")
+            return
+        found = "an earlier one"
+    raise RoutewatchError(
+        f"the checkpoint {checkpoint} holds state in layout {found}, which this routewatch "
+        f"(layout {STATE_LAYOUT}) cannot resume: stop the job, move the checkpoint away and start "
+        "again, and the job reads its input from the start (docs/operations.md, Upgrading)."
+    )
 
 
 def start_stream(
@@ -189,13 +204,11 @@ def start_stream(
     settings: StreamingSettings,
     source: str,
     checkpoint: Path | None = None,
-    single_pass: bool | None = None,
 ) -> StreamingQuery:
     """Start the long-running job over ``source`` (``spool`` or ``kafka``), writing to the
-    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given.
-    The plan (``single_pass``, see :func:`streaming.pipeline.changes`) is the checkpoint's own
-    unless given."""
+    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given."""
     checkpoint = checkpoint or settings.checkpoint_dir / source
+    check_checkpoint(checkpoint)
     job = job_name(str(checkpoint))
     open_store(settings.store_url).close()  # create and migrate before the first batch
     if source == "spool":
@@ -206,29 +219,11 @@ def start_stream(
         lines = file_lines(reader.load(str(settings.spool_dir)))
     else:
         lines = kafka_lines(kafka_records(spark, settings))
-    if single_pass is None:
-        single_pass = checkpoint_sources(checkpoint) in (None, 1)
-    if not single_pass:
-        log.warning(
-            "the checkpoint %s was started by an earlier routewatch, whose plan reads and "
-            "validates the input twice per batch; it keeps that plan (reset the checkpoint to "
-            "read once: docs/operations.md, Upgrading)",
-            checkpoint,
-        )
-    legacy_state = holds_legacy_state(spark, checkpoint)
-    if legacy_state:
-        log.info(
-            "the checkpoint %s holds clusters in the earlier state layout: each moves to the "
-            "new one at its next batch (docs/operations.md, Upgrading)",
-            checkpoint,
-        )
     output = changes(
         lines,
         lateness_ms=settings.lateness_ms,
         dedupe_horizon_ms=settings.dedupe_horizon_ms,
         by_event_time=source == "kafka",
-        single_pass=single_pass,
-        legacy_state=legacy_state,
     )
     listener = progress_log(spark)
     query = (

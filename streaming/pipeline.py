@@ -2,11 +2,13 @@
 
     lines   = file_lines(text)          # or kafka_lines(records): (value, origin)
     events  = read_events(lines)        # stage 1: validated, with arrival order
-    changes = track_clusters(events)    # stage 2+3: route tables and alerts, per cluster,
-                                        # and bad input kept with its reason
+    changes = track_clusters(events)    # stage 2+3: route tables and alerts of every cluster,
+                                        # on the stream's one clock, and bad input kept with
+                                        # its reason
 
 Route tables and alerts are one stateful stage: every rule is judged after every event on the
-route tables *as of that event*, so they share one state per cluster (see docs/streaming.md).
+route tables *as of that event*, and stream time and the lateness bound are the whole stream's,
+so the stage keeps one state for the whole stream (see docs/streaming.md).
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.group import GroupedData
 
-from streaming.processor import CHANGES_SCHEMA, QUARANTINE_KEY, ClusterProcessor
+from streaming.processor import CHANGES_SCHEMA, STREAM_KEY, StreamProcessor
 from streaming.read import read_events
 
-__all__ = ["by_cluster", "changes", "file_lines", "kafka_lines", "quarantined", "track_clusters"]
+__all__ = ["by_stream", "changes", "file_lines", "kafka_lines", "track_clusters"]
 
 
 def file_lines(text: DataFrame) -> DataFrame:
@@ -45,13 +47,12 @@ def kafka_lines(records: DataFrame) -> DataFrame:
     return records.select(F.col("value").cast("string").alias("value"), origin.alias("origin"))
 
 
-def by_cluster(events: DataFrame) -> GroupedData:
-    """Events grouped for the stateful stage: by their cluster, and bad input under
-    :data:`QUARANTINE_KEY` (with its own cluster, if it named one, as ``event_cluster``)."""
-    bad = F.col("reason").isNotNull()
+def by_stream(events: DataFrame) -> GroupedData:
+    """Events grouped for the stateful stage: all in one group (:data:`STREAM_KEY`), bad input
+    included, since the stream has one clock."""
     return events.select(
-        F.when(bad, F.lit(QUARANTINE_KEY)).otherwise(F.col("cluster")).alias("cluster"),
-        F.col("cluster").alias("event_cluster"),
+        F.lit(STREAM_KEY).alias("stream"),
+        "cluster",
         "arrival",
         "event_id",
         "ts",
@@ -59,45 +60,20 @@ def by_cluster(events: DataFrame) -> GroupedData:
         "value",
         "reason",
         "detail",
-    ).groupBy("cluster")
+    ).groupBy("stream")
 
 
 def track_clusters(
-    events: DataFrame,
-    *,
-    lateness_ms: int,
-    dedupe_horizon_ms: int,
-    final: bool = False,
-    legacy_state: bool = False,
+    events: DataFrame, *, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False
 ) -> DataFrame:
-    """Events -> changes of each cluster's route tables and alerts, and bad input kept with its
-    reason.
-
-    One pass: bad input goes through the same stateful stage, grouped under
-    :data:`QUARANTINE_KEY` (which touches no state), so that a batch's input is read and
-    validated once. (A union of two branches over ``events`` would read and validate it
-    twice: a streaming DataFrame cannot be cached.) ``legacy_state``: the checkpoint may hold
-    clusters in the earlier state layout (``streaming.legacy_state``).
-    """
-    return by_cluster(events).transformWithStateInPandas(
-        statefulProcessor=ClusterProcessor(lateness_ms, dedupe_horizon_ms, final, legacy_state),
+    """Events -> changes of every cluster's route tables and alerts, and bad input kept with
+    its reason, in one pass (a streaming DataFrame cannot be cached, so two branches over
+    ``events`` would read and validate the input twice)."""
+    return by_stream(events).transformWithStateInPandas(
+        statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, final),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
         timeMode="None",
-    )
-
-
-def quarantined(events: DataFrame) -> DataFrame:
-    """Bad input -> ``bad`` change rows, as a second branch over ``events`` (the plan of
-    checkpoints started before the single pass; see :func:`changes`)."""
-    bad = events.where(F.col("reason").isNotNull())
-    payload = F.to_json(F.struct(F.col("value").alias("raw"), "reason", "detail"))
-    return bad.select(
-        "cluster",
-        F.lit("bad").alias("kind"),
-        F.col("reason").alias("key"),
-        F.lit(None).cast("long").alias("at"),
-        payload.alias("payload"),
     )
 
 
@@ -108,31 +84,13 @@ def changes(
     dedupe_horizon_ms: int,
     final: bool = False,
     by_event_time: bool = False,
-    single_pass: bool = True,
-    legacy_state: bool = False,
 ) -> DataFrame:
     """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
 
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
     partitions) and are interleaved by event time (see ``streaming.read``).
-
-    ``single_pass=False`` is the plan of checkpoints started by earlier versions: valid events
-    through the stateful stage, unioned with bad input as a second branch, which reads and
-    validates the input twice. Spark resumes a checkpoint only with the plan's number of
-    sources (two there), so such checkpoints keep that plan until they are reset.
-    ``legacy_state``: see :func:`track_clusters`.
     """
     events = read_events(lines, by_event_time=by_event_time)
-
-    def tracked(these: DataFrame) -> DataFrame:
-        return track_clusters(
-            these,
-            lateness_ms=lateness_ms,
-            dedupe_horizon_ms=dedupe_horizon_ms,
-            final=final,
-            legacy_state=legacy_state,
-        )
-
-    if single_pass:
-        return tracked(events)
-    return tracked(events.where(F.col("reason").isNull())).unionByName(quarantined(events))
+    return track_clusters(
+        events, lateness_ms=lateness_ms, dedupe_horizon_ms=dedupe_horizon_ms, final=final
+    )

@@ -1,26 +1,26 @@
-"""Stage 2, track clusters: the engine as a Spark stateful processor, keyed by cluster.
+"""Stage 2, track clusters: the engine as a Spark stateful processor over the whole stream.
 
-Each micro-batch, the processor loads the cluster's small state whole, and the large parts
-(topic tables per registration, routes and rule state per topic, seen event ids, held events)
-one entry at a time as the engine asks for them; it writes back only what changed. The state
-lives in Spark's state store (RocksDB), checkpointed with the query, so a restart resumes
-exactly.
+Stream time and the lateness bound are the whole stream's, not a cluster's (see
+``streaming.engine.stream``), so the stateful stage has one group: every event, of every
+cluster, goes through one intake and one clock, and a cluster with no events of its own still
+sees time pass. Each micro-batch, the processor loads the stream's clock and intake and, one
+entry at a time as the engine asks for them, the state of the clusters the batch touches (topic
+tables per registration, routes and rule state per topic, seen event ids, held events); it
+writes back only what changed. The state lives in Spark's state store (RocksDB), checkpointed
+with the query, so a restart resumes exactly.
 
-All of a cluster's state is one map state variable, ``entries`` (:data:`STATE_VARIABLES`):
-Spark builds and binds encoders in the JVM for every state variable a task declares, every
-batch (about 16 ms each here), so ten variables cost 0.15 s per partition and batch, more than
-a small batch's own work. Checkpoints of earlier versions, which kept ten variables
-(:data:`LEGACY_STATE_VARIABLES`), are moved into ``entries`` one cluster at a time
-(:meth:`ClusterProcessor.handleInputRows`); see docs/operations.md, Upgrading.
+All the state is one map state variable, ``entries`` (:data:`STATE_VARIABLES`): Spark builds
+and binds encoders in the JVM for every state variable a task declares, every batch (about
+16 ms each here).
 
 Output rows are changes (see :data:`CHANGES_SCHEMA`): alert versions, route changes, broker
-registration states, counter increments, late input, and the cluster's event-time clock.
+registration states, counter increments, late and bad input, and each cluster's clock.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 )
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.intake import Held, HeldRow, Intake
+from streaming.engine.intake import Held, Intake
 from streaming.engine.state import (
     Config,
     LazyMap,
@@ -52,54 +52,48 @@ from streaming.engine.state import (
     reg_id,
     reg_key,
 )
+from streaming.engine.stream import Arrival, Clock, StreamEngine
 from streaming.held_rows import pack, unpack
 
 __all__ = [
     "CHANGES_SCHEMA",
-    "LEGACY_STATE_VARIABLES",
-    "QUARANTINE_KEY",
+    "STATE_LAYOUT",
     "STATE_VARIABLES",
-    "ClusterProcessor",
+    "STREAM_KEY",
+    "StreamProcessor",
     "schema",
 ]
 
 CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload string"
-# the group of bad input (no cluster is named so: names are RocketMQ cluster names)
-QUARANTINE_KEY = "\u0000quarantine"
+# the one group of the stateful stage (its grouping column is ``stream``)
+STREAM_KEY = "routewatch"
+# the layout of the state below; a checkpoint written with another one is not resumed
+# (streaming.jobs.check_checkpoint)
+STATE_LAYOUT = 2
 BUCKETS = 256
-HELD_SCHEMA = "ts long, seq long, arrival long, event_id string, value string"
 
 # The processor's state variables, as checkpoints know them: name -> (kind, key schema (maps),
-# value schema), in Spark's DDL (see docs/operations.md, Upgrading). One map: its entries are
-# named by ENTRY (below) and hold bytes (JSON, or packed held events).
+# value schema), in Spark's DDL (see docs/operations.md, Checkpoints). One map: its entries are
+# named below and hold bytes (JSON, or packed held events).
 STATE_VARIABLES: dict[str, tuple[str, str | None, str]] = {
     "entries": ("map", "entry string", "data binary"),
 }
-# What earlier versions kept, one variable per part: declared (so read, moved into "entries",
-# and cleared, per cluster) only while a checkpoint still holds a cluster in this layout
-# (streaming.legacy_state tells). The held events were kept per second packed
-# ("held_packed"), before that as JSON ("held_at"), in one JSON value ("held_json") or in a
-# list ("held").
-LEGACY_STATE_VARIABLES: dict[str, tuple[str, str | None, str]] = {
-    "meta": ("value", None, "json string"),
-    "intake": ("value", None, "json string"),
-    "held_packed": ("map", "second long", "rows binary"),
-    "held_at": ("map", "second long", "rows string"),
-    "held_json": ("value", None, "json string"),
-    "held": ("list", None, HELD_SCHEMA),
-    "seen": ("map", "bucket long", "ids string"),
-    "tables": ("map", "reg string", "json string"),
-    "routes": ("map", "bucket int", "json string"),
-    "topics": ("map", "bucket int", "json string"),
-}
-# the names of the entries of one cluster's state
-META = "meta"  # the engine's small state (streaming.engine.state.Meta), JSON
-INTAKE = "intake"  # the intake's clock, counts and where its held events are, JSON
+# the names of the entries: the stream's own ...
+CLOCK = "clock"  # the stream time and each known cluster's next threshold, JSON
+INTAKE = "intake"  # the intake's newest ts received, counts and where its held events are, JSON
 HELD = "held/{}"  # the events held by the lateness bound, per second of ts, packed
 SEEN = "seen/{}"  # event ids seen, per second of ts, a JSON list
+# ... and each cluster's, named by (cluster, part) (_cluster_entry)
+META = "meta"  # the engine's small state (streaming.engine.state.Meta), JSON
 TABLE = "table/{}"  # a registration's topic table (reg_id), JSON
 ROUTE = "route/{}"  # routes of the topics of a bucket (256 by CRC-32 of the topic), JSON
 TOPIC = "topic/{}"  # rule state of the topics of a bucket, JSON
+
+
+def _cluster_entry(cluster: str, part: str) -> str:
+    """The name of one entry of a cluster's state (a JSON pair: no two clusters' meet)."""
+    return orjson.dumps([cluster, part]).decode()
+
 
 _TYPES: dict[str, DataType] = {
     "string": StringType(),
@@ -124,16 +118,6 @@ def _bucket(topic: str) -> int:
     return zlib.crc32(topic.encode()) % BUCKETS
 
 
-def _declare(handle: StatefulProcessorHandle, name: str, spec: tuple[str, str | None, str]) -> Any:
-    kind, key_ddl, value_ddl = spec
-    if kind == "value":
-        return handle.getValueState(name, schema(value_ddl))
-    if kind == "list":
-        return handle.getListState(name, schema(value_ddl))
-    assert key_ddl is not None
-    return handle.getMapState(name, schema(key_ddl), schema(value_ddl))
-
-
 class _Entries:
     """One cluster's ``entries``: bytes by entry name."""
 
@@ -154,14 +138,14 @@ class _Entries:
 class _Buckets:
     """Per-topic entries stored 256 to an entry, loaded and written a bucket at a time."""
 
-    def __init__(self, entries: _Entries, name: str) -> None:
+    def __init__(self, entries: _Entries, name: Callable[[int], str]) -> None:
         self.entries = entries
         self.name = name
         self.loaded: dict[int, dict[str, Any]] = {}
 
     def _get(self, bucket: int) -> dict[str, Any]:
         if bucket not in self.loaded:
-            data = self.entries.get(self.name.format(bucket))
+            data = self.entries.get(self.name(bucket))
             self.loaded[bucket] = orjson.loads(data) if data else {}
         return self.loaded[bucket]
 
@@ -180,9 +164,9 @@ class _Buckets:
             touched.add(bucket)
         for bucket in sorted(touched):
             if self.loaded[bucket]:
-                self.entries.put(self.name.format(bucket), orjson.dumps(self.loaded[bucket]))
+                self.entries.put(self.name(bucket), orjson.dumps(self.loaded[bucket]))
             else:
-                self.entries.remove(self.name.format(bucket))
+                self.entries.remove(self.name(bucket))
 
 
 def _route_in(raw: Any) -> dict[RegKey, Config] | None:
@@ -195,64 +179,64 @@ def _route_out(value: dict[RegKey, Config] | None) -> Any:
     return None if value is None else {reg_id(k): list(c) for k, c in value.items()}
 
 
-class ClusterProcessor(StatefulProcessor):
-    """Feeds one cluster's events through :class:`Intake` and :class:`ClusterEngine`.
+class StreamProcessor(StatefulProcessor):
+    """Feeds the stream's events through :class:`StreamEngine`: one intake, one clock, and
+    each cluster's :class:`ClusterEngine`; bad input becomes ``bad`` change rows.
 
     ``final``: the input is finite and this is its only batch (``evaluate``): everything held
-    back by the lateness bound is applied at the end. ``legacy``: the checkpoint may still hold
-    clusters in the earlier layout (:data:`LEGACY_STATE_VARIABLES`), so those variables are
-    declared too, and each cluster's are moved into ``entries`` at its first batch.
+    back by the lateness bound is applied at the end.
     """
 
-    def __init__(
-        self, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False, legacy: bool = False
-    ) -> None:
+    def __init__(self, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False) -> None:
         self.lateness_ms = lateness_ms
         self.dedupe_horizon_ms = dedupe_horizon_ms
         self.final = final
-        self.legacy = legacy
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.entries = _Entries(_declare(handle, "entries", STATE_VARIABLES["entries"]))
-        self.old: dict[str, Any] = {}
-        if self.legacy:
-            for name, spec in LEGACY_STATE_VARIABLES.items():
-                self.old[name] = _declare(handle, name, spec)
+        _, key_ddl, value_ddl = STATE_VARIABLES["entries"]
+        assert key_ddl is not None
+        self.entries = _Entries(handle.getMapState("entries", schema(key_ddl), schema(value_ddl)))
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        cluster = str(key[0])
         frame = pd.concat(list(rows), ignore_index=True).sort_values("arrival", kind="stable")
-        if cluster == QUARANTINE_KEY:
-            yield _bad_input(frame)
-            return
-        arrivals = [
+        self.buckets: dict[str, tuple[_Buckets, _Buckets]] = {}
+        bad = frame["reason"].notna()
+        if bad.any():
+            yield _bad_input(frame[bad])
+        good = frame[~bad]
+        arrivals: list[Arrival] = [
             (str(eid), int(ts), None if pd.isna(seq) else int(seq), str(value))
             for eid, ts, seq, value in zip(
-                frame["event_id"], frame["ts"], frame["seq"], frame["value"], strict=True
+                good["event_id"], good["ts"], good["seq"], good["value"], strict=True
             )
         ]
-        if self.old:
-            self._move_legacy()
         intake, seen_keys = self._load_intake(arrivals)
-        result = intake.receive(arrivals)
-        engine = self._load_engine(cluster)
-        for held in result.released:
-            engine.apply(held.value)
+        data = self.entries.get(CLOCK)
+        clock = Clock.from_json(orjson.loads(data)) if data else Clock()
+        stream = StreamEngine(intake, self._load_engine, clock)
+        result = stream.receive(arrivals)
         if self.final:
-            for held in intake.flush():
-                engine.apply(held.value)
-        engine.finish()
+            stream.flush()
+        out: list[Row] = []
+        for cluster, engine in stream.finish():
+            self._save_engine(cluster, engine)
+            out += _engine_outputs(cluster, engine, clock.stream_time)
+        out += _intake_outputs(result.late, result.duplicates, clock.stream_time)
+        clock_payload = orjson.dumps(
+            {"max_received": intake.max_received, "held": intake.held_count}
+        ).decode()
+        for cluster in sorted(clock.clusters):
+            out.append((cluster, "clock", cluster, clock.stream_time, clock_payload))
         self._save_intake(intake, seen_keys)
-        self._save_engine(engine)
-        yield _outputs(cluster, engine, result.late, result.duplicates, intake)
+        self.entries.put(CLOCK, orjson.dumps(clock.to_json()))
+        if out:
+            yield _frame(out)
 
     # -- state ----------------------------------------------------------------------------------
 
-    def _load_intake(
-        self, arrivals: list[tuple[str, int, int | None, str]]
-    ) -> tuple[Intake, set[int]]:
+    def _load_intake(self, arrivals: list[Arrival]) -> tuple[Intake, set[int]]:
         intake = Intake(self.lateness_ms, self.dedupe_horizon_ms)
         data = self.entries.get(INTAKE)
         stored = orjson.loads(data) if data else {}
@@ -295,129 +279,84 @@ class ClusterProcessor(StatefulProcessor):
         return unpack(data) if data else []
 
     def _load_engine(self, cluster: str) -> ClusterEngine:
-        data = self.entries.get(META)
+        def entry(part: str) -> str:
+            return _cluster_entry(cluster, part)
+
+        data = self.entries.get(entry(META))
         meta = Meta() if data is None else Meta.from_json(orjson.loads(data))
-        self.routes = _Buckets(self.entries, ROUTE)
-        self.topic_buckets = _Buckets(self.entries, TOPIC)
+        routes = _Buckets(self.entries, lambda b: entry(ROUTE.format(b)))
+        topics = _Buckets(self.entries, lambda b: entry(TOPIC.format(b)))
 
         def load_table(key: RegKey) -> dict[str, Config] | None:
-            table = self.entries.get(TABLE.format(reg_id(key)))
+            table = self.entries.get(entry(TABLE.format(reg_id(key))))
             if table is None:
                 return None
             return {t: (c[0], c[1], c[2]) for t, c in orjson.loads(table).items()}
 
         def load_topic(topic: str) -> TopicState | None:
-            raw = self.topic_buckets.get(topic)
+            raw = topics.get(topic)
             return None if raw is None else TopicState.from_json(raw)
 
-        return ClusterEngine(
+        engine = ClusterEngine(
             cluster,
             meta,
             tables=LazyMap(load_table),
-            routes=LazyMap(lambda topic: _route_in(self.routes.get(topic))),
+            routes=LazyMap(lambda topic: _route_in(routes.get(topic))),
             topics=LazyMap(load_topic),
         )
+        self.buckets[cluster] = (routes, topics)
+        return engine
 
-    def _save_engine(self, engine: ClusterEngine) -> None:
+    def _save_engine(self, cluster: str, engine: ClusterEngine) -> None:
+        routes, topics = self.buckets.pop(cluster)
         for key, table in engine.tables.dirty():
+            name = _cluster_entry(cluster, TABLE.format(reg_id(key)))
             if table is None:
-                self.entries.remove(TABLE.format(reg_id(key)))
+                self.entries.remove(name)
             else:
-                blob = {t: list(c) for t, c in table.items()}
-                self.entries.put(TABLE.format(reg_id(key)), orjson.dumps(blob))
-        self.routes.save((t, _route_out(v)) for t, v in engine.routes.dirty())
-        self.topic_buckets.save(
+                self.entries.put(name, orjson.dumps({t: list(c) for t, c in table.items()}))
+        routes.save((t, _route_out(v)) for t, v in engine.routes.dirty())
+        topics.save(
             (t, None if v is None or v.is_empty() else v.to_json())
             for t, v in engine.topics.dirty()
         )
-        self.entries.put(META, orjson.dumps(engine.meta.to_json()))
-
-    # -- the earlier layout ---------------------------------------------------------------------
-
-    def _move_legacy(self) -> None:
-        """Move this cluster's state from the earlier layout's variables into ``entries`` and
-        clear them; nothing to do for a cluster already moved (or new)."""
-        old = self.old
-        meta = old["meta"].get()
-        intake = old["intake"].get()
-        if meta is None and intake is None:
-            return
-        if meta is not None:
-            self.entries.put(META, meta[0].encode())
-        stored = orjson.loads(intake[0]) if intake is not None else {}
-        held: dict[int, list[HeldRow]] = {}
-        for row in self._legacy_held(stored):
-            held.setdefault(row[0] // 1000, []).append(row)
-        for second, rows in held.items():
-            self.entries.put(HELD.format(second), pack(rows))
-        moved = {
-            "max_received": stored.get("max_received"),
-            # (the oldest versions did not store the arrival count: new arrivals come after
-            # held ones)
-            "arrivals": max(
-                [stored.get("arrivals", 0), *(r[2] for rs in held.values() for r in rs)]
-            ),
-            "seen_keys": stored.get("seen_keys", []),
-            "held_counts": sorted((second, len(rows)) for second, rows in held.items()),
-        }
-        self.entries.put(INTAKE, orjson.dumps(moved))
-        for variable, name in (
-            ("seen", SEEN),
-            ("tables", TABLE),
-            ("routes", ROUTE),
-            ("topics", TOPIC),
-        ):
-            for (part,), (text,) in old[variable].iterator():
-                self.entries.put(name.format(part), text.encode())
-        for state in old.values():
-            state.clear()
-
-    def _legacy_held(self, stored: dict[str, Any]) -> list[HeldRow]:
-        """The held events of the earlier layout, in the form its intake state names: packed
-        per second ("held_packed"), JSON per second ("held_counts" without it), or whole."""
-        old = self.old
-        if not stored or stored.get("held_packed"):
-            blobs = [bytes(blob) for _, (blob,) in old["held_packed"].iterator()]
-            return [(h.ts, h.seq, h.arrival, h.event_id, h.value) for b in blobs for h in unpack(b)]
-        if "held_counts" in stored:
-            rows = [r for _, (text,) in old["held_at"].iterator() for r in orjson.loads(text)]
-        else:
-            whole = old["held_json"].get()
-            rows = orjson.loads(whole[0]) if whole is not None else []
-            rows += [tuple(r) for r in old["held"].get()]
-        return [(int(ts), int(sq), int(a), str(e), str(v)) for ts, sq, a, e, v in rows]
+        self.entries.put(_cluster_entry(cluster, META), orjson.dumps(engine.meta.to_json()))
 
     def close(self) -> None:
         pass
 
 
-def _bad_input(frame: pd.DataFrame) -> pd.DataFrame:
-    """Bad input -> ``bad`` change rows carrying the raw text, reason and detail."""
-    rows = [
-        (
-            None if pd.isna(cluster) else str(cluster),
-            "bad",
-            str(reason),
-            None,
-            orjson.dumps({"raw": value, "reason": reason, "detail": detail}).decode(),
-        )
-        for cluster, reason, detail, value in zip(
-            frame["event_cluster"], frame["reason"], frame["detail"], frame["value"], strict=True
-        )
-    ]
+Row = tuple[str | None, str, str, int | None, str]
+
+
+def _frame(rows: list[Row]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["cluster", "kind", "key", "at", "payload"]).astype(
         {"at": "Int64"}
     )
 
 
-def _outputs(
-    cluster: str,
-    engine: ClusterEngine,
-    late: list[tuple[str, str]],
-    duplicates: int,
-    intake: Intake,
-) -> pd.DataFrame:
-    rows: list[tuple[str, str, str, int | None, str]] = []
+def _bad_input(frame: pd.DataFrame) -> pd.DataFrame:
+    """Bad input -> ``bad`` change rows carrying the raw text, reason and detail (and the
+    cluster the line named, if it named one)."""
+    return _frame(
+        [
+            (
+                None if pd.isna(cluster) else str(cluster),
+                "bad",
+                str(reason),
+                None,
+                orjson.dumps({"raw": value, "reason": reason, "detail": detail}).decode(),
+            )
+            for cluster, reason, detail, value in zip(
+                frame["cluster"], frame["reason"], frame["detail"], frame["value"], strict=True
+            )
+        ]
+    )
+
+
+def _engine_outputs(cluster: str, engine: ClusterEngine, now: int | None) -> list[Row]:
+    """What a cluster's engine changed in this batch, as change rows."""
+    rows: list[Row] = []
     for i, alert in enumerate(engine.book.take_changes()):
         # key: the alert id and the change's place in this batch, so versions sort in order
         rows.append(
@@ -463,18 +402,27 @@ def _outputs(
         )
     counts = {f"events|{k}": v for k, v in engine.out.events.items()}
     counts.update({f"sends|{k}": v for k, v in engine.out.sends.items()})
-    if duplicates:
-        counts["duplicates|"] = duplicates
-    if late:
-        counts["late|"] = len(late)
     for name, value in sorted(counts.items()):
-        rows.append((cluster, "count", name, engine.meta.stream_time, str(value)))
+        rows.append((cluster, "count", name, now, str(value)))
+    return rows
+
+
+def _intake_outputs(
+    late: list[tuple[str, str]], duplicates: list[str], now: int | None
+) -> list[Row]:
+    """Late input (kept with its reason) and the late and duplicate counts, by the cluster
+    each line names."""
+    rows: list[Row] = []
+    counts: dict[tuple[str, str], int] = {}
+    for raw in duplicates:
+        cluster = orjson.loads(raw)["cluster"]
+        counts[(cluster, "duplicates|")] = counts.get((cluster, "duplicates|"), 0) + 1
     for raw, detail in late:
+        cluster = orjson.loads(raw)["cluster"]
+        counts[(cluster, "late|")] = counts.get((cluster, "late|"), 0) + 1
         rows.append(
             (cluster, "late", "late", None, orjson.dumps({"raw": raw, "detail": detail}).decode())
         )
-    clock = {"max_received": intake.max_received, "held": intake.held_count}
-    rows.append((cluster, "clock", cluster, engine.meta.stream_time, orjson.dumps(clock).decode()))
-    return pd.DataFrame(rows, columns=["cluster", "kind", "key", "at", "payload"]).astype(
-        {"at": "Int64"}
-    )
+    for (cluster, name), value in sorted(counts.items()):
+        rows.append((cluster, "count", name, now, str(value)))
+    return rows

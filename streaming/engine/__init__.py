@@ -7,7 +7,8 @@ state store and feeds it each cluster's events; tests drive it directly.
 from streaming.engine.alerts import Alert, AlertBook, alert_id
 from streaming.engine.cluster import ClusterEngine, RouteChange
 from streaming.engine.intake import Intake
-from streaming.engine.runner import run_cluster
+from streaming.engine.runner import run_cluster, run_stream
+from streaming.engine.stream import StreamEngine
 
 __all__ = [
     "Alert",
@@ -15,6 +16,8 @@ __all__ = [
     "ClusterEngine",
     "Intake",
     "RouteChange",
+    "StreamEngine",
     "alert_id",
     "run_cluster",
+    "run_stream",
 ]

@@ -67,11 +67,10 @@ REMEDIES = {
 
 
 class AlertBook:
-    """The open alerts of one cluster, the last resolution per key, and the changes made."""
+    """The open alerts of one cluster and the changes made."""
 
     def __init__(self) -> None:
         self.open: dict[AlertKey, Alert] = {}
-        self.last_resolved: dict[AlertKey, int] = {}
         self.changes: list[Alert] = []
 
     def get(self, key: AlertKey) -> Alert | None:
@@ -126,7 +125,6 @@ class AlertBook:
         alert.state, alert.resolved_at, alert.updated_at = "resolved", at, at
         if evidence is not None:
             alert.evidence = {**alert.evidence, **evidence}
-        self.last_resolved[key] = at
         self.changes.append(_copy(alert))
 
     def take_changes(self) -> list[Alert]:

@@ -1,11 +1,15 @@
 """The route tables of one cluster and the application of events to them, in event-time order.
 
 :class:`ClusterEngine` applies released events one at a time: first it lets time pass to the
-event's ``ts`` (deadlines due strictly before it fire, each stamped with its own instant), then
-it applies the event. Route tables are the registrations' content (``routes``: topic -> the
-registrations listing it, with counts) plus each registration's liveness; the *effective* route
-of a topic on a NameServer is its live registrations. Changes to effective routes are recorded
-as :class:`RouteChange` s, from which the store keeps validity intervals.
+event's ``ts`` (every threshold at or before it is crossed, each stamped with its own instant,
+but a registration stays live through its expiry instant), then it applies the event. The
+clock is the whole stream's (``streaming.engine.stream``): a cluster with no events of its own
+is advanced to it too, so its brokers expire and its quiet periods end on time.
+
+Route tables are the registrations' content (``routes``: topic -> the registrations listing
+it, with counts) plus each registration's liveness; the *effective* route of a topic on a
+NameServer is its live registrations. Changes to effective routes are recorded as
+:class:`RouteChange` s, from which the store keeps validity intervals.
 """
 
 from __future__ import annotations
@@ -22,7 +26,11 @@ from streaming.engine.alerts import Alert, AlertBook
 from streaming.engine.rules import FAILURE_QUIET_MS, Rules
 from streaming.engine.state import Config, Holder, LazyMap, Meta, Reg, RegKey, TopicState
 
-__all__ = ["BrokerRow", "ClusterEngine", "RouteChange"]
+__all__ = ["LIVENESS_KINDS", "BrokerRow", "ClusterEngine", "RouteChange"]
+
+# thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
+# cluster (120 s after its last registration); first among the thresholds of one instant
+LIVENESS_KINDS = frozenset({"expire", "linger"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +95,31 @@ class ClusterEngine:
         return self.meta.stream_time or 0
 
     def schedule(self, at: int, kind: str, key: str) -> None:
+        """A threshold at instant ``at``; liveness ones go first among those of one instant."""
         self.meta.deadline_seq += 1
-        heapq.heappush(self.meta.deadlines, (at, self.meta.deadline_seq, kind, key))
+        order = 0 if kind in LIVENESS_KINDS else 1
+        heapq.heappush(self.meta.deadlines, (at, order, self.meta.deadline_seq, kind, key))
 
-    def advance(self, ts: int) -> None:
-        """Let time pass to ``ts``: fire every deadline strictly before it, in order."""
+    def next_deadline(self) -> int | None:
+        """The instant of the earliest pending threshold, if any."""
+        return self.meta.deadlines[0][0] if self.meta.deadlines else None
+
+    def advance(self, ts: int, *, through: bool = False) -> None:
+        """Let time pass to ``ts``: cross every threshold at or before it, in order, each at its
+        own instant — but liveness ends *after* any event stamped with its instant, so one at
+        ``ts`` waits unless ``through`` (no event at ``ts`` is still to come)."""
         deadlines = self.meta.deadlines
-        while deadlines and deadlines[0][0] < ts:
-            at, _, kind, key = heapq.heappop(deadlines)
+        waiting: list[tuple[int, int, int, str, str]] = []
+        while deadlines and deadlines[0][0] <= ts:
+            item = heapq.heappop(deadlines)
+            at, order, _, kind, key = item
+            if at == ts and order == 0 and not through:
+                waiting.append(item)
+                continue
             self.meta.stream_time = max(self.now, at)
             self.rules.fire(kind, key, at)
+        for item in waiting:
+            heapq.heappush(deadlines, item)
         if self.meta.stream_time is None or ts > self.meta.stream_time:
             self.meta.stream_time = ts
 
@@ -104,7 +127,10 @@ class ClusterEngine:
 
     def apply(self, raw: str | bytes) -> None:
         """Apply one released event (its raw JSON, already validated)."""
-        event = orjson.loads(raw)
+        self.apply_event(orjson.loads(raw))
+
+    def apply_event(self, event: dict[str, Any]) -> None:
+        """Apply one released event, decoded."""
         ts = event["ts"]
         self.advance(ts)
         kind = event["type"]
@@ -122,53 +148,84 @@ class ClusterEngine:
         reg = self.meta.regs.get(key)
         was_live = reg is not None and reg.live
         if reg is None:
-            reg = self.meta.regs[key] = Reg(addr=e["broker_addr"], last_hb=ts)
+            reg = self.meta.regs[key] = Reg(addr=e["broker_addr"], last_hb=ts, live=False)
         self.out.touched_regs.add(key)
         reg.addr, reg.last_hb = e["broker_addr"], ts
         if e.get("shutdown"):
-            reg.live, reg.shutdown = False, True
-            if was_live:
-                self._liveness_changed(key, ts)
-            self.rules.broker_heard(key, ts, shutdown=True)
+            self._unregistered(key, reg, was_live, ts)
             return
-        reg.live, reg.shutdown = True, False
+        reg.shutdown, reg.lingers, reg.last_reg = False, False, ts
         if reg.expiry_due is None:
             reg.expiry_due = ts + BROKER_EXPIRY_MS
             self.schedule(reg.expiry_due, "expire", _regkey_json(key))
-        if not was_live:
-            self._liveness_changed(key, ts)
+        # the registration is applied whole first (its table, then its liveness), then judged:
+        # no rule sees a broker that is live without its table
+        changed: list[str] = []
+        complete = False
         if not e["full"]:
-            reg.version = None  # an immediate registration: the next full one is diffed
-            self._apply_table(key, _configs(e), ts, replace=False)
+            if reg.parts and any(p is None for p in reg.parts.values()) and not reg.amended:
+                reg.round_base = dict(self.tables.get(key) or {})
+            reg.amended = True
+            changed = self._store_table(key, _configs(e), ts, replace=False, routed=was_live)
         else:
-            reg.auto_create = e["auto_create_topic_enable"]
-            reg.default_q = e["default_topic_queue_nums"]
-            version = e.get("data_version")
-            parts = e.get("parts") or 1
-            complete: dict[str, Config] | None = None
-            if version is None or version != reg.version:
-                # (an unchanged data version skips the table: most heartbeats, large ones)
-                topics = _configs(e)
-                if parts <= 1:
-                    complete = topics
-                else:
-                    if reg.parts_version != version:
-                        reg.parts, reg.parts_version = {}, version
-                    reg.parts[e.get("part") or 0] = topics
-                    if len(reg.parts) == parts:
-                        complete = {t: c for p in reg.parts.values() for t, c in p.items()}
-                        reg.parts, reg.parts_version = {}, None
-            if complete is not None:
-                reg.version = version
-                reg.template = _template_state(complete)
-                self._apply_table(key, complete, ts, replace=True)
-            if parts <= 1 or complete is not None or version == reg.version:
-                self.rules.full_registration(key, reg, ts)
+            complete, table = self._full_table(key, reg, e)
+            if complete:
+                reg.auto_create = e["auto_create_topic_enable"]
+                reg.default_q = e["default_topic_queue_nums"]
+            if table is not None:
+                reg.template = _template_state(table)
+                changed = self._store_table(key, table, ts, replace=True, routed=was_live)
+        if not was_live:
+            reg.live = True
+            self._liveness_changed(key, ts)
+        else:
+            for topic in changed:
+                self.rules.topic_changed(topic, ts)
+        if complete:
+            self.rules.full_registration(key, reg, ts)
         self.rules.broker_heard(key, ts, shutdown=False)
 
-    def _apply_table(
-        self, key: RegKey, topics: dict[str, Config], ts: int, *, replace: bool
-    ) -> None:
+    def _full_table(
+        self, key: RegKey, reg: Reg, e: dict[str, Any]
+    ) -> tuple[bool, dict[str, Config] | None]:
+        """A full registration (or one part of a split one) -> whether the registration is
+        complete, and the broker's new table (None: unchanged, or parts are still to come).
+
+        A registration of the table's own data version is not decoded (most registrations of
+        a large table); an immediate registration between the parts of a split one does not
+        stop it from completing with its last part."""
+        version = e.get("data_version")
+        parts = e.get("parts") or 1
+        known = version is not None and version == reg.version and not reg.amended
+        if parts <= 1:
+            reg.parts, reg.parts_version, reg.round_base = {}, None, None
+            reg.version, reg.amended = version, False
+            return True, None if known else _configs(e)
+        if reg.parts_version != version or not reg.parts:
+            reg.parts, reg.parts_version, reg.round_base = {}, version, None
+        # a part of the table's own version is not kept (most registrations of a large table)
+        reg.parts[e.get("part") or 0] = None if known else _configs(e)
+        if len(reg.parts) < parts:
+            return False, None
+        received = list(reg.parts.values())
+        base = reg.round_base
+        reg.parts, reg.parts_version, reg.round_base = {}, None, None
+        if all(p is None for p in received):
+            return True, None
+        table: dict[str, Config] = {}
+        if any(p is None for p in received):  # the parts not kept, from the table they are of
+            table.update(base if base is not None else (self.tables.get(key) or {}))
+        for part in received:
+            if part is not None:
+                table.update(part)
+        reg.version, reg.amended = version, False
+        return True, table
+
+    def _store_table(
+        self, key: RegKey, topics: dict[str, Config], ts: int, *, replace: bool, routed: bool
+    ) -> list[str]:
+        """Store a registration's topics (the whole table, or added to it); the topics whose
+        config changed. ``routed``: the registration is live, so its routes change at ``ts``."""
         old = self.tables.get(key) or {}
         new = topics if replace else {**old, **topics}
         changed: list[tuple[str, Config | None]] = [
@@ -177,9 +234,8 @@ class ClusterEngine:
         if replace:
             changed += [(t, None) for t in old if t not in topics]
         if not changed:
-            return
-        self.tables.set(key, new)
-        live = self.meta.regs[key].live
+            return []
+        self.tables.set(key, new or None)
         for topic, config in changed:
             holders = self.routes.get(topic) or {}
             if config is None:
@@ -187,11 +243,34 @@ class ClusterEngine:
             else:
                 holders[key] = config
             self.routes.set(topic, holders or None)
-            if live:
+            if routed:
                 self.out.route_changes.append(RouteChange(topic, key, ts, config))
-        if live:
-            for topic, _ in changed:
-                self.rules.topic_changed(topic, ts)
+        return [t for t, _ in changed]
+
+    def _unregistered(self, key: RegKey, reg: Reg, was_live: bool, ts: int) -> None:
+        """A clean shutdown: the NameServer drops the broker and its table at once; a later
+        registration starts from nothing. The NameServer stays one of the cluster's until 120 s
+        after the last registration it received."""
+        reg.live, reg.shutdown = False, True
+        if reg.last_reg is not None and reg.last_reg + BROKER_EXPIRY_MS > ts and not reg.lingers:
+            reg.lingers = True
+            self.schedule(reg.last_reg + BROKER_EXPIRY_MS, "linger", _regkey_json(key))
+        if was_live:
+            self._liveness_changed(key, ts)
+        self._store_table(key, {}, ts, replace=True, routed=False)
+        reg.version, reg.amended, reg.template = None, False, "missing"
+        reg.parts, reg.parts_version, reg.round_base = {}, None, None
+        self.rules.broker_heard(key, ts, shutdown=True)
+
+    def stop_lingering(self, key: RegKey, at: int) -> bool:
+        """The end of an unregistered NameServer's 120 s as one of the cluster's."""
+        reg = self.meta.regs.get(key)
+        if reg is None or not reg.lingers or reg.last_reg is None:
+            return False
+        if reg.last_reg + BROKER_EXPIRY_MS != at:
+            return False  # (registered again since: a later deadline, or none, decides)
+        reg.lingers = False
+        return True
 
     def _liveness_changed(self, key: RegKey, at: int) -> None:
         """A registration became live or stopped being live: its topics' routes change."""
@@ -210,8 +289,9 @@ class ClusterEngine:
         reg.expiry_due = None
         if not reg.live:
             return False
-        if reg.last_hb + BROKER_EXPIRY_MS > at:
-            reg.expiry_due = reg.last_hb + BROKER_EXPIRY_MS
+        last = reg.last_reg if reg.last_reg is not None else reg.last_hb
+        if last + BROKER_EXPIRY_MS > at:
+            reg.expiry_due = last + BROKER_EXPIRY_MS
             self.schedule(reg.expiry_due, "expire", _regkey_json(key))
             return False
         reg.live = False
@@ -256,7 +336,7 @@ class ClusterEngine:
                 if state.auto_created_at is None:
                     self.rules.auto_created(topic, state, ts)
                     self.rules.topic_changed(topic, ts)
-            self.rules.send_succeeded(topic, ts)
+            self.rules.send_succeeded(topic, ts, e.get("seq"))
         elif status in ("NO_ROUTE_INFO", "NO_NAMESRV"):
             self.rules.no_route(e, ts)
         elif status == "TOPIC_NOT_EXIST":
@@ -284,12 +364,10 @@ class ClusterEngine:
                 self.meta.active_topics.discard(topic)
                 self.meta.auto_topics.discard(topic)
         self.meta.open_alerts = [a.to_dict() for a in self.book.open.values()]
-        for key, at in self.book.last_resolved.items():
-            if key[0] == "NO_ROUTE_INFO":
-                self.meta.last_resolved[_alertkey_json(key)] = at
-        self.book.last_resolved.clear()
         horizon = self.now - FAILURE_QUIET_MS
-        self.meta.last_resolved = {k: v for k, v in self.meta.last_resolved.items() if v >= horizon}
+        self.meta.last_resolved = {
+            k: v for k, v in self.meta.last_resolved.items() if v[0] >= horizon
+        }
 
 
 def _configs(e: dict[str, Any]) -> dict[str, Config]:
@@ -300,8 +378,4 @@ def _configs(e: dict[str, Any]) -> dict[str, Config]:
 
 
 def _regkey_json(key: RegKey) -> str:
-    return orjson.dumps(list(key)).decode()
-
-
-def _alertkey_json(key: tuple[Any, ...]) -> str:
     return orjson.dumps(list(key)).decode()

@@ -1,7 +1,9 @@
-"""Event-time intake for one cluster: duplicates, the lateness bound, and release in order.
+"""Event-time intake for the whole stream: duplicates, the lateness bound, and release in order.
 
-An event is *late* when it is more than ``L`` older than the largest ``ts`` received (at its
-arrival); a repeated ``event_id`` is a *duplicate* (checked first, against the ids of the last
+One intake serves every cluster, as Spark's watermark does: an event is *late* when it is more
+than ``L`` older than the largest ``ts`` received over the whole stream (at its arrival), so a
+cluster whose events lag the others' by more than ``L`` has them counted late. A repeated
+``event_id`` is a *duplicate* (checked first, against the ids of the last
 ``dedupe_horizon_ms`` of event time). Other events are held until the largest ``ts`` received
 exceeds theirs by more than ``L``, then released in ``(ts, seq)`` order; :meth:`Intake.flush`
 releases everything at the end of a finite input.
@@ -41,11 +43,11 @@ class IntakeResult:
 
     released: list[Held] = field(default_factory=list)
     late: list[tuple[str, str]] = field(default_factory=list)
-    duplicates: int = 0
+    duplicates: list[str] = field(default_factory=list)  # their raw lines
 
 
 class Intake:
-    """Holds one cluster's events until the lateness bound lets them be applied in order.
+    """Holds the stream's events until the lateness bound lets them be applied in order.
 
     State (persisted by the caller): ``max_received``, ``arrivals`` (the last arrival number),
     the held events and the ``seen`` ids, both in per-second buckets of event time.
@@ -76,7 +78,7 @@ class Intake:
             bucket = ts // 1000
             ids = self.seen.get(bucket)
             if ids is not None and event_id in ids:
-                out.duplicates += 1
+                out.duplicates.append(raw)
                 continue
             if ids is None:
                 ids = self.seen[bucket] = set()

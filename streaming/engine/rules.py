@@ -28,11 +28,33 @@ DIVERGENCE_MS = 60_000
 REFRESH_MS = 30_000
 EVIDENCE_LIST_MAX = 50
 
+# positions of a resolution at one instant, in (ts, seq) order: one caused by time passing comes
+# before every event stamped with that instant; one caused by an event without seq is only
+# known to come after the events that arrived before it
+_BEFORE_EVENTS = -2
+_NO_SEQ = -1
+
+
+def _later(event: tuple[int, int | None], resolution: tuple[int, int]) -> bool:
+    """Whether an event at (``ts``, ``seq``) comes after a resolution in (ts, seq) order."""
+    ts, seq = event
+    at, position = resolution
+    if ts != at:
+        return ts > at
+    if position == _BEFORE_EVENTS:
+        return True
+    return seq is not None and position != _NO_SEQ and seq > position
+
 
 def _iso(ms: int) -> str:
     """An event time for a sentence: ISO 8601, UTC, to the millisecond."""
     stamp = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _broker_label(broker: str, broker_id: int) -> str:
+    """A broker in evidence: its name for a master, ``name/id`` for a slave."""
+    return broker if broker_id == 0 else f"{broker}/{broker_id}"
 
 
 def _capped(items: list[str]) -> dict[str, Any]:
@@ -66,8 +88,9 @@ class Rules:
         }
 
     def cluster_namesrvs(self) -> set[str]:
-        """NameServers any broker of the cluster is live on (registered with in the last 120 s)."""
-        return {ns for (ns, _, _), r in self._regs().items() if r.live}
+        """NameServers any broker of the cluster registered with in the last 120 s: those it is
+        live on, and those it unregistered from since (they stay the cluster's for 120 s)."""
+        return {ns for (ns, _, _), r in self._regs().items() if r.live or r.lingers}
 
     def _broker_names(self) -> set[str]:
         if self._names is None or len(self._names_of) != len(self._regs()):
@@ -88,6 +111,10 @@ class Rules:
             ns, broker, broker_id = orjson.loads(key)
             if self.e.expire((ns, broker, broker_id), at):
                 self._maybe_expired(broker, broker_id, at)
+        elif kind == "linger":
+            ns, broker, broker_id = orjson.loads(key)
+            if self.e.stop_lingering((ns, broker, broker_id), at):
+                self._judge_divergence(at)
         elif kind == "diverge":
             broker, broker_id = orjson.loads(key)
             if self.e.meta.diverged_since.get((broker, broker_id)) == at - DIVERGENCE_MS:
@@ -239,7 +266,7 @@ class Rules:
         state = self.e.topic_state(topic) if topic in self.e.meta.auto_topics else None
         if state is None or state.auto_created_at is None:
             return
-        holding = {b for (_, b, _) in holders}
+        holding = {b for (_, b, i) in holders if i == 0}
         expected = self.expected_brokers()
         k, n = len(holding & expected), len(expected)
         pc_key = self._topic_key("PARTIAL_COVERAGE", topic)
@@ -291,14 +318,16 @@ class Rules:
             self.e.topics.mark(topic)
 
     def _judge_at_risk(self, topic: str, state: TopicState, holding: set[str], at: int) -> None:
+        """Opens after 5 s of a producer's template route over ``m`` brokers of which
+        ``1 <= k < m`` hold the topic; once open it stays while the routes have not converged,
+        also when ``k`` falls to 0, until they do, PARTIAL_COVERAGE opens, or no producer holds
+        a template route."""
         key = self._topic_key("AT_RISK", topic)
-        risky = {
-            c: h
-            for c, h in state.holders.items()
-            if 1 <= len(set(h.brokers) & holding) < len(set(h.brokers))
-        }
+        short = {c: h for c, h in state.holders.items() if not set(h.brokers) <= holding}
+        risky = {c: h for c, h in short.items() if set(h.brokers) & holding}
         pc_open = self.e.book.get(self._topic_key("PARTIAL_COVERAGE", topic)) is not None
-        if not risky or pc_open:
+        is_open = self.e.book.get(key) is not None
+        if pc_open or not short or not (risky or is_open):
             if state.at_risk_since is not None:
                 state.at_risk_since = None
                 self.e.topics.mark(topic)
@@ -308,7 +337,7 @@ class Rules:
             state.at_risk_since = at
             self.e.topics.mark(topic)
             self.e.schedule(at + AT_RISK_MS, "at_risk", topic)
-        if at < state.at_risk_since + AT_RISK_MS:
+        if not is_open and at < state.at_risk_since + AT_RISK_MS:
             return
         producers = [
             {
@@ -318,19 +347,29 @@ class Rules:
                 "template_route_since": h.since,
                 "next_refresh_by": h.last_pull + REFRESH_MS,
             }
-            for c, h in sorted(risky.items())
+            for c, h in sorted(short.items())
         ]
-        refresh_by = max(h.last_pull + REFRESH_MS for h in risky.values())
-        m = max(len(set(h.brokers)) for h in risky.values())
-        k = min(len(set(h.brokers) & holding) for h in risky.values())
+        refresh_by = max(h.last_pull + REFRESH_MS for h in short.values())
+        m = max(len(set(h.brokers)) for h in short.values())
+        k = min(len(set(h.brokers) & holding) for h in short.values())
+        if k:
+            summary = (
+                f"Topic {topic} is on {k} of the {m} brokers its producers' template route "
+                f"covers; at their next route refresh (by {_iso(refresh_by)}) it collapses to "
+                "those brokers."
+            )
+        else:
+            summary = (
+                f"Topic {topic} is on none of the {m} brokers its producers' template route "
+                "covers any more; those producers keep that route until a route refresh "
+                f"succeeds (next by {_iso(refresh_by)})."
+            )
         queues = 4
         self.e.book.raise_or_update(
             key,
             max(at, state.at_risk_since + AT_RISK_MS),
             severity="warning",
-            summary=f"Topic {topic} is on {k} of the {m} brokers its producers' template route "
-            f"covers; at their next route refresh (by {_iso(refresh_by)}) it collapses to those "
-            "brokers.",
+            summary=summary,
             evidence={
                 "producers": producers,
                 "brokers_with_topic": sorted(holding),
@@ -342,39 +381,53 @@ class Rules:
         )
 
     def _judge_skew(self, topic: str, holders: dict[RegKey, Any], at: int) -> None:
+        """QUEUE_SKEW over the cluster route, per broker (name and id: a master and its slave
+        are two); where NameServers hold different counts for one broker, its most recent
+        registration decides."""
         key = self._topic_key("QUEUE_SKEW", topic)
-        if holders:
-            write = next(iter(holders.values()))[1]
-            if all(c[1] == write and c[0] == write for c in holders.values()):
-                if self.e.book.get(key) is not None:
-                    self.e.book.resolve(key, at)
-                return
-        per_broker = {b: {"read": c[0], "write": c[1]} for (_, b, _), c in sorted(holders.items())}
+        regs = self._regs()
+        latest: dict[tuple[str, int], tuple[tuple[int, str], Any]] = {}
+        for (ns, broker, broker_id), config in holders.items():
+            reg = regs[(ns, broker, broker_id)]
+            when = (reg.last_reg if reg.last_reg is not None else reg.last_hb, ns)
+            seen = latest.get((broker, broker_id))
+            if seen is None or when > seen[0]:
+                latest[(broker, broker_id)] = (when, config)
+        per_broker = {
+            _broker_label(broker, broker_id): {"read": c[0], "write": c[1]}
+            for (broker, broker_id), (_, c) in sorted(latest.items())
+        }
         writes = {c["write"] for c in per_broker.values()}
         uneven = [b for b, c in per_broker.items() if c["read"] != c["write"]]
-        if holders and (len(writes) > 1 or uneven):
-            q = max(writes)
-            self.e.book.raise_or_update(
-                key,
-                at,
-                severity="info",
-                summary=f"Topic {topic} has uneven queues: write queues "
-                f"{sorted(writes)} across brokers"
-                + (f", read != write on {', '.join(uneven)}" if uneven else "")
-                + ".",
-                evidence={"brokers": per_broker},
-                remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
-                f"-t {topic} -r {q} -w {q}",
-            )
-        else:
+        if not (len(writes) > 1 or uneven):
             self.e.book.resolve(key, at)
+            return
+        q = max(writes)
+        self.e.book.raise_or_update(
+            key,
+            at,
+            severity="info",
+            summary=f"Topic {topic} has uneven queues: write queues "
+            f"{sorted(writes)} across brokers"
+            + (f", read != write on {', '.join(uneven)}" if uneven else "")
+            + ".",
+            evidence={"brokers": per_broker},
+            remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
+            f"-t {topic} -r {q} -w {q}",
+        )
 
     # -- sends ----------------------------------------------------------------------------------
 
-    def send_succeeded(self, topic: str, ts: int) -> None:
+    def send_succeeded(self, topic: str, ts: int, seq: int | None) -> None:
         key = self._topic_key("NO_ROUTE_INFO", topic)
         if self.e.book.get(key) is not None:
             self.e.book.resolve(key, ts, {"resolution": "a send succeeded"})
+            self._resolved_at(key, ts, _NO_SEQ if seq is None else seq)
+
+    def _resolved_at(self, key: AlertKey, ts: int, seq: int) -> None:
+        """Where a NO_ROUTE_INFO resolution falls in (``ts``, ``seq``) order: only a failure
+        later than it reopens the alert."""
+        self.e.meta.last_resolved[orjson.dumps(list(key)).decode()] = (ts, seq)
 
     def _cause(self, e: dict[str, Any]) -> str:
         regs = self._regs()
@@ -396,10 +449,13 @@ class Rules:
     def no_route(self, e: dict[str, Any], ts: int) -> None:
         topic = e["topic"]
         key = self._topic_key("NO_ROUTE_INFO", topic)
-        last_resolved = self.e.meta.last_resolved.get(orjson.dumps(list(key)).decode())
-        last_resolved = self.e.book.last_resolved.get(key, last_resolved)
-        if self.e.book.get(key) is None and last_resolved is not None and ts <= last_resolved:
-            return
+        resolved = self.e.meta.last_resolved.get(orjson.dumps(list(key)).decode())
+        if (
+            self.e.book.get(key) is None
+            and resolved is not None
+            and not _later((ts, e.get("seq")), resolved)
+        ):
+            return  # not later than the alert's last resolution
         state = self.e.topic_state(topic, create=True)
         assert state is not None
         fail = state.no_route if self.e.book.get(key) is not None and state.no_route else None
@@ -487,6 +543,9 @@ class Rules:
             record["due"] = record["last"] + FAILURE_QUIET_MS
             self.e.schedule(record["due"], field_name, topic)
         else:
-            self.e.book.resolve(self._topic_key(kind, topic), at, {"resolution": "quiet for 120 s"})
+            key = self._topic_key(kind, topic)
+            self.e.book.resolve(key, at, {"resolution": "quiet for 120 s"})
+            if kind == "NO_ROUTE_INFO":
+                self._resolved_at(key, at, _BEFORE_EVENTS)
             setattr(state, field_name, None)
         self.e.topics.mark(topic)

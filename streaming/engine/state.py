@@ -41,11 +41,18 @@ class Reg:
     shutdown: bool = False
     auto_create: bool | None = None
     default_q: int | None = None
-    version: str | None = None
+    last_reg: int | None = None  # the latest registration that was not an unregistration
+    lingers: bool = False  # unregistered, but its NameServer stays the cluster's (120 s)
+    version: str | None = None  # data version of the table, as of the latest full registration
+    amended: bool = False  # an immediate registration changed the table since then
     template: str = "missing"  # TBW102 in the latest full table: usable | missing | no_inherit
     expiry_due: int | None = None
+    # the split full registration being received: its data version, and its parts by number
+    # (None: a part of the table's own data version, not kept, the table has it)
     parts_version: str | None = None
-    parts: dict[int, dict[str, Config]] = field(default_factory=dict)
+    parts: dict[int, dict[str, Config] | None] = field(default_factory=dict)
+    # the table as the round's skipped parts knew it, before an immediate registration amended it
+    round_base: dict[str, Config] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,17 +62,29 @@ class Reg:
             "shutdown": self.shutdown,
             "auto_create": self.auto_create,
             "default_q": self.default_q,
+            "last_reg": self.last_reg,
+            "lingers": self.lingers,
             "version": self.version,
+            "amended": self.amended,
             "template": self.template,
             "expiry_due": self.expiry_due,
             "parts_version": self.parts_version,
-            "parts": {str(i): {t: list(c) for t, c in p.items()} for i, p in self.parts.items()},
+            "parts": {str(i): _table_out(p) for i, p in self.parts.items()},
+            "round_base": _table_out(self.round_base),
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Reg:
-        parts = {int(i): {t: _config(c) for t, c in p.items()} for i, p in d["parts"].items()}
-        return cls(**{**d, "parts": parts})
+        parts = {int(i): _table_in(p) for i, p in d["parts"].items()}
+        return cls(**{**d, "parts": parts, "round_base": _table_in(d["round_base"])})
+
+
+def _table_out(table: dict[str, Config] | None) -> dict[str, list[int]] | None:
+    return None if table is None else {t: list(c) for t, c in table.items()}
+
+
+def _table_in(raw: dict[str, Any] | None) -> dict[str, Config] | None:
+    return None if raw is None else {t: _config(c) for t, c in raw.items()}
 
 
 def _config(c: Any) -> Config:
@@ -124,10 +143,12 @@ class Meta:
     active_topics: set[str] = field(default_factory=set)  # topics with a TopicState
     no_namesrv_clients: set[str] = field(default_factory=set)
     diverged_since: dict[tuple[str, int], int] = field(default_factory=dict)
-    deadlines: list[tuple[int, int, str, str]] = field(default_factory=list)
+    # pending thresholds, a heap of (instant, 0 for liveness else 1, sequence, kind, key)
+    deadlines: list[tuple[int, int, int, str, str]] = field(default_factory=list)
     deadline_seq: int = 0
     open_alerts: list[dict[str, Any]] = field(default_factory=list)
-    last_resolved: dict[str, int] = field(default_factory=dict)
+    # NO_ROUTE_INFO keys -> where their last resolution falls in (ts, seq) order (Rules)
+    last_resolved: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -140,7 +161,7 @@ class Meta:
             "deadlines": [list(d) for d in self.deadlines],
             "deadline_seq": self.deadline_seq,
             "open_alerts": self.open_alerts,
-            "last_resolved": self.last_resolved,
+            "last_resolved": {k: list(v) for k, v in self.last_resolved.items()},
         }
 
     @classmethod
@@ -152,10 +173,12 @@ class Meta:
             active_topics=set(d["active_topics"]),
             no_namesrv_clients=set(d["no_namesrv_clients"]),
             diverged_since={(b, int(i)): int(t) for b, i, t in d["diverged_since"]},
-            deadlines=[(int(a), int(b), str(c), str(e)) for a, b, c, e in d["deadlines"]],
+            deadlines=[
+                (int(a), int(p), int(q), str(k), str(e)) for a, p, q, k, e in d["deadlines"]
+            ],
             deadline_seq=int(d["deadline_seq"]),
             open_alerts=d["open_alerts"],
-            last_resolved={k: int(v) for k, v in d["last_resolved"].items()},
+            last_resolved={k: (int(t), int(s)) for k, (t, s) in d["last_resolved"].items()},
         )
 
 

@@ -6,9 +6,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import _parse_datatype_string
 
-from streaming.processor import LEGACY_STATE_VARIABLES, STATE_VARIABLES, schema
+from streaming.processor import STATE_VARIABLES, schema
 
-VARIABLES = [*STATE_VARIABLES.values(), *LEGACY_STATE_VARIABLES.values()]
+VARIABLES = list(STATE_VARIABLES.values())
 DDLS = sorted({ddl for _, key, value in VARIABLES for ddl in (key, value) if ddl is not None})
 
 

@@ -12,9 +12,10 @@ from pyspark.sql import SparkSession
 
 from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
+from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import checkpoint_sources, evaluate_traces, start_spool_stream, start_stream
+from streaming.jobs import LAYOUT_FILE, evaluate_traces, start_spool_stream
 from streaming.session import LOCAL_CHECKPOINT_FS_KEY
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
@@ -116,27 +117,24 @@ def test_a_restart_from_the_checkpoint_in_the_middle_gives_the_same_alerts(
     assert two.clusters()[0]["stream_time"] == one.clusters()[0]["stream_time"]
 
 
-def test_a_checkpoint_of_the_two_branch_plan_resumes_with_it(
-    spark: SparkSession, tmp_path: Path, reference: list[tuple[Any, ...]]
+def test_a_checkpoint_of_an_earlier_state_layout_is_refused_in_one_sentence(
+    spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Earlier versions read and validated the input twice (two sources in the checkpoint);
-    Spark resumes a checkpoint only with as many sources, so it keeps that plan."""
+    """Checkpoints written before the stream's one clock hold per-cluster state this version
+    cannot read: the job says so instead of resuming them wrongly."""
     settings = _settings(tmp_path)
-    chunks = _cut(_lines(), 25)
-    half = len(chunks) // 2
-    checkpoint = settings.checkpoint_dir / "spool"
-    _publish(settings.spool_dir, chunks[:half])
-    query = start_stream(spark, settings, "spool", single_pass=False)
-    query.processAllAvailable()
-    query.stop()
-    assert checkpoint_sources(checkpoint) == 2
-
-    _publish(settings.spool_dir, chunks[half:], first=half)
+    _publish(settings.spool_dir, _cut(_lines(), 25)[:2])
     _run(spark, settings)
+    checkpoint = settings.checkpoint_dir / "spool"
+    (checkpoint / LAYOUT_FILE).unlink()  # as an earlier version left it
 
-    assert checkpoint_sources(checkpoint) == 2
-    assert _identity(open_store(settings.store_url).alerts()) == reference
-    assert checkpoint_sources(tmp_path / "none") is None
+    with pytest.raises(RoutewatchError) as refused:
+        start_spool_stream(spark, settings)
+
+    message = str(refused.value)
+    assert message.startswith(f"the checkpoint {checkpoint} holds state in layout an earlier one")
+    assert "move the checkpoint away and start again" in message
+    assert message.count(". ") == 0 and message.endswith(".")
 
 
 def _checksum_files(checkpoint: Path) -> set[str]:

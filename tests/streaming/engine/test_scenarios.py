@@ -7,8 +7,8 @@ import random
 import pytest
 
 from emitter.scenarios import SCENARIOS
-from streaming.engine import run_cluster
-from streaming.engine.runner import ClusterRun
+from streaming.engine import run_cluster, run_stream
+from streaming.engine.runner import ClusterRun, StreamRun
 from tests.support.traces import arrivals, expected, shape
 
 START = 1_767_225_600_000
@@ -17,12 +17,12 @@ START = 1_767_225_600_000
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_scenario_ends_with_its_expected_alerts(name: str, seed: int) -> None:
-    run = run_cluster("DefaultCluster", arrivals(name, seed), lateness_ms=2000)
+    run = run_stream(arrivals(name, seed), lateness_ms=2000)
 
     assert sorted(shape(a) for a in run.final_alerts()) == expected(name)
 
 
-def _identity(run: ClusterRun) -> list[tuple[object, ...]]:
+def _identity(run: ClusterRun | StreamRun) -> list[tuple[object, ...]]:
     return sorted(
         (a.id, a.kind, a.opened_at, a.resolved_at, a.state, a.severity, a.cause)
         for a in run.final_alerts()
@@ -32,13 +32,11 @@ def _identity(run: ClusterRun) -> list[tuple[object, ...]]:
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_batch_size_and_lateness_bound_do_not_change_the_alerts(name: str) -> None:
     trace = arrivals(name, seed=5)
-    reference = _identity(run_cluster("DefaultCluster", trace, lateness_ms=0))
+    reference = _identity(run_stream(trace, lateness_ms=0))
 
     for batch_size in (1, 7, 100):
         for lateness_ms in (0, 2000):
-            run = run_cluster(
-                "DefaultCluster", trace, lateness_ms=lateness_ms, batch_size=batch_size
-            )
+            run = run_stream(trace, lateness_ms=lateness_ms, batch_size=batch_size)
             assert _identity(run) == reference
 
 
@@ -79,13 +77,13 @@ def test_send_rejected_resolves_120s_after_the_last_refusal() -> None:
 
 def test_shuffling_within_the_bound_and_duplicating_changes_nothing_but_the_counts() -> None:
     trace = arrivals("restarted-auto-create-off-stale-tbw102", seed=2)
-    reference = _identity(run_cluster("DefaultCluster", trace, lateness_ms=2000))
+    reference = _identity(run_stream(trace, lateness_ms=2000))
     rng = random.Random(9)
     # Move events by up to 0.9 s each (at most 1.8 s apart), and send each one twice.
     noisy = sorted(trace, key=lambda a: a[1] + rng.uniform(-900, 900))
     doubled = [a for arrival in noisy for a in (arrival, arrival)]
 
-    run = run_cluster("DefaultCluster", doubled, lateness_ms=2000, batch_size=13)
+    run = run_stream(doubled, lateness_ms=2000, batch_size=13)
 
     assert _identity(run) == reference
     assert (run.duplicates, run.late) == (len(trace), 0)
@@ -97,7 +95,7 @@ def test_events_beyond_the_bound_are_late_and_not_applied() -> None:
     last_b = max(i for i, a in enumerate(trace) if '"broker-b"' in a[3] and '"heartbeat"' in a[3])
     moved = [*trace[:last_b], *trace[last_b + 1 :], trace[last_b]]
 
-    run = run_cluster("DefaultCluster", moved, lateness_ms=2000)
+    run = run_stream(moved, lateness_ms=2000)
 
     assert run.late == 1
     (expired,) = [a for a in run.final_alerts() if a.kind == "BROKER_EXPIRED"]
