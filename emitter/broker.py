@@ -2,7 +2,9 @@
 
 Modelled on ``BrokerController`` (registration at start, then every 30 s after a first 10 s),
 ``TopicConfigManager.createTopicInSendMessageMethod`` (auto-creation from the template named by
-the send) and ``registerIncrementBrokerData`` (immediate registration of a created topic).
+the send), ``registerIncrementBrokerData`` (immediate registration of a created topic) and
+``SlaveSynchronize.syncTopicConfig`` (a slave copies its master's table when their data versions
+differ).
 """
 
 from __future__ import annotations
@@ -22,10 +24,21 @@ from routewatch.rocketmq import (
     TBW102,
 )
 
-__all__ = ["FIRST_REGISTER_DELAY_MS", "Broker", "SendResult"]
+__all__ = [
+    "FIRST_REGISTER_DELAY_MS",
+    "SLAVE_SYNC_FIRST_DELAY_MS",
+    "SLAVE_SYNC_PERIOD_MS",
+    "Broker",
+    "SendResult",
+]
 
 FIRST_REGISTER_DELAY_MS = 10_000
 """The periodic registration first fires 10 s after start (after the one at start)."""
+
+SLAVE_SYNC_FIRST_DELAY_MS = 3_000
+SLAVE_SYNC_PERIOD_MS = 10_000
+"""A slave copies its master's topic table 3 s after start, then every 10 s
+(``BrokerController.handleSlaveSynchronize``, 4.9.x; ``SlaveSynchronize.syncTopicConfig``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +63,7 @@ class Broker:
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
         register_period_ms: int = REGISTER_PERIOD_MS,
         split_size: int | None = None,
+        master: Broker | None = None,
     ) -> None:
         self.sim = sim
         self.cluster = cluster
@@ -64,9 +78,12 @@ class Broker:
         self.topics: dict[str, TopicConfig] = {}  # persisted, like topics.json
         self.running = False
         self.unreachable: set[str] = set()
+        self.master = master  # a slave's master (same name, id 0), whose table it copies
+        self.master_reachable = True
         self._version_counter = 0
         self._version = self._new_version()
         self._timer: Timer | None = None
+        self._sync_timer: Timer | None = None
 
     @property
     def source(self) -> str:
@@ -81,10 +98,19 @@ class Broker:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self, auto_create: bool | None = None) -> None:
-        """Start (or restart with a new ``autoCreateTopicEnable``), keeping the topic table."""
+    def start(self, auto_create: bool | None = None, *, keep_store: bool = True) -> None:
+        """Start (or restart with a new ``autoCreateTopicEnable``), keeping the topic table.
+
+        With ``keep_store=False`` the store was lost (a new disk, ``topics.json`` gone): the
+        table starts empty, with a new data version, and TBW102 is created again when
+        auto-creation is on.
+        """
         if auto_create is not None:
             self.auto_create = auto_create
+        if not keep_store:
+            self.topics = {}
+            self._version_counter = 0
+            self._changed()
         if self.auto_create and TBW102 not in self.topics:
             q = self.default_topic_queue_nums
             self.topics[TBW102] = TopicConfig(
@@ -96,12 +122,17 @@ class Broker:
         self._timer = self.sim.every(
             self.register_period_ms, self.register_all, FIRST_REGISTER_DELAY_MS
         )
+        if self.broker_id != 0:
+            self._sync_timer = self.sim.every(
+                SLAVE_SYNC_PERIOD_MS, self.sync_from_master, SLAVE_SYNC_FIRST_DELAY_MS
+            )
 
     def _halt(self) -> None:
         self.running = False
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        for timer in (self._timer, self._sync_timer):
+            if timer is not None:
+                timer.cancel()
+        self._timer = self._sync_timer = None
 
     def die(self) -> None:
         """The process dies: it simply stops registering."""
@@ -118,6 +149,27 @@ class Broker:
 
     def regain_namesrv(self, addr: str) -> None:
         self.unreachable.discard(addr)
+
+    # -- a slave and its master ---------------------------------------------------------------
+
+    def lose_master(self) -> None:
+        """A slave stops reaching its master (network, or the master's ports blocked): its
+        periodic copy of the master's table fails, and the table stays as it was."""
+        self.master_reachable = False
+
+    def regain_master(self) -> None:
+        self.master_reachable = True
+
+    def sync_from_master(self) -> None:
+        """A slave's periodic copy of its master's topic table: when the data versions differ,
+        the master's table and version replace the slave's. Nothing is registered at once; the
+        slave's next periodic registration carries the new table."""
+        master = self.master
+        if not self.running or master is None or not master.running or not self.master_reachable:
+            return
+        if master._version != self._version:
+            self.topics = dict(master.topics)
+            self._version = master._version
 
     # -- registration ---------------------------------------------------------------------------
 

@@ -1,11 +1,13 @@
 """The scenario library: named deployments and scripts, each with the alerts it must end with.
 
 Every scenario runs on one cluster, ``DefaultCluster``, with brokers ``broker-a`` and
-``broker-b`` (masters) unless it says otherwise, one NameServer, and clients started at time 0
-(so a producer refreshes its routes at 0.01 s, 30.01 s, 60.01 s, ...). Times are seconds from
-the start. The expected alerts are those a correct monitor (``shared/alerts.md``) holds at the
-end of the trace, open or resolved; they hold for every seed, because each script places its
-sends relative to the refresh timer, not at random.
+``broker-b`` (masters) unless it says otherwise (``cluster-falls-silent`` adds ``ClusterB``),
+one NameServer, and clients started at time 0 (so a producer refreshes its routes at 0.01 s,
+30.01 s, 60.01 s, ...). Times are seconds from the start. The expected alerts are those a
+correct monitor (``docs/alerts.md``) holds at the end of the trace, open or resolved, in every
+cluster; they hold for every seed, because each script places its sends relative to the
+refresh timer, not at random (or, like ``at-risk-topic-left-on-no-broker``, acts on whichever
+broker the random queue choice picked).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from emitter.broker import Broker
 from emitter.world import DEFAULT_CLUSTER, World
 from routewatch.alerts import AlertKind, AlertState, NoRouteCause, Severity
 from routewatch.events import Event
@@ -359,6 +362,125 @@ def no_live_broker(w: World) -> None:
     w.at(20, w.broker("broker-a").die)
     w.at(20, w.broker("broker-b").die)
     w.every(10, lambda: p.send(T), 200, 295)
+
+
+@_scenario(
+    "cluster-falls-silent",
+    300,
+    ExpectedAlert(
+        "BROKER_EXPIRED", "open", "critical", broker="broker-c", broker_id=0, cluster="ClusterB"
+    ),
+    ExpectedAlert(
+        "BROKER_EXPIRED", "open", "critical", broker="broker-d", broker_id=0, cluster="ClusterB"
+    ),
+)
+def cluster_falls_silent(w: World) -> None:
+    """Two clusters share two NameServers; ClusterB's brokers are all killed at 60 s while
+    DefaultCluster keeps registering and sending: ClusterB's brokers expire at 160 s.
+
+    ClusterB (broker-c, broker-d, TopicB; no client reports to the monitor) sends no event
+    after its last registrations at 40 s, so only DefaultCluster's events carry time past
+    40 s + 120 s: the monitor keeps one clock for the whole stream, not one per cluster.
+    """
+    _two_brokers(w, namesrvs=2)
+    silent = [w.add_broker(name, cluster="ClusterB") for name in ("broker-c", "broker-d")]
+    w.at(1, lambda: w.create_topic(T, 8))
+    w.at(1, lambda: w.create_topic("TopicB", 8, cluster="ClusterB"))
+    p = w.add_producer()
+    w.every(5, lambda: p.send(T), 5, 295)
+    for broker in silent:
+        w.at(60, broker.die)
+
+
+@_scenario(
+    "broker-restarts-with-lost-store",
+    200,
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic=T),
+)
+def restart_with_lost_store(w: World) -> None:
+    """broker-b shuts down cleanly at 50 s and comes back at 70 s with its store lost: TopicA,
+    auto-created on both brokers at 5 s, is now on broker-a only, for good.
+
+    Two NameServers; the second cannot be reached from broker-b from 60 s to 85 s, so broker-b's
+    first registration there after its shutdown is the immediate one of OrdersTopic, which the
+    operator re-creates on broker-b by hand at 90 s; its first full one there is at 110 s. The
+    shutdown emptied broker-b's table on that NameServer: from 90 s it lists OrdersTopic alone,
+    not the table from before the shutdown (which held TopicA), so the coverage alert opened at
+    70 s stays open.
+    """
+    _two_brokers(w, namesrvs=2)
+    b = w.broker("broker-b")
+    second = list(w.namesrvs)[1]
+    w.at(1, lambda: w.create_topic("OrdersTopic", 8))
+    p = w.add_producer()
+    w.every(0.001, lambda: p.send(T), 5, 5.008)
+    w.every(5, lambda: p.send(T), 20, 195)
+    w.at(50, b.shutdown)
+    w.at(60, lambda: b.lose_namesrv(second))
+    w.at(70, lambda: b.start(keep_store=False))
+    w.at(85, lambda: b.regain_namesrv(second))
+    w.at(90, lambda: b.upsert_topic("OrdersTopic", 8, 8))
+
+
+@_scenario("broker-restarts-keeping-its-store", 200)
+def restart_keeping_store(w: World) -> None:
+    """broker-b shuts down cleanly at 50 s and starts again at 70 s with its store: its first
+    registration carries its whole table again, under the data version it had before the
+    shutdown, and TopicA (auto-created on both brokers at 5 s) is on both again."""
+    _two_brokers(w)
+    b = w.broker("broker-b")
+    p = w.add_producer()
+    w.every(0.001, lambda: p.send(T), 5, 5.008)
+    w.every(5, lambda: p.send(T), 20, 195)
+    w.at(50, b.shutdown)
+    w.at(70, b.start)
+
+
+@_scenario(
+    "master-slave-queue-skew",
+    120,
+    ExpectedAlert("QUEUE_SKEW", "open", "info", topic=T),
+)
+def master_slave_skew(w: World) -> None:
+    """broker-a's slave (id 1) stops reaching its master at 20 s; at 30 s TopicA goes from 4 to
+    8 queues on broker-a: the master registers 8 write queues, its slave 4, for good.
+
+    TopicA is created on broker-a alone (mqadmin updateTopic -b) at 1 s with 4 queues; the
+    slave copies its master's table at 3 s and 13 s (every 10 s) and registers it from 10 s.
+    Routes list broker-a once, with the master's counts: the skew is only in the registrations.
+    """
+    _two_brokers(w)
+    slave = w.add_broker("broker-a", broker_id=1)
+    master = w.broker("broker-a")
+    w.at(1, lambda: master.upsert_topic(T, 4, 4))
+    w.at(20, slave.lose_master)
+    w.at(30, lambda: master.upsert_topic(T, 8, 8))
+
+
+def _holder(w: World, topic: str) -> Broker:
+    """The first master (by name) whose table holds ``topic``."""
+    return next(b for b in w.masters() if topic in b.topics)
+
+
+@_scenario(
+    "at-risk-topic-left-on-no-broker",
+    200,
+    ExpectedAlert("AT_RISK", "open", "warning", topic=T),
+)
+def at_risk_left_on_no_broker(w: World) -> None:
+    """One send to a new topic at 5 s lands on one broker, which shuts down cleanly at 20 s,
+    before the producer's refresh: the topic is on no broker, and AT_RISK stays open.
+
+    AT_RISK opens at 10 s (1 of the 2 brokers of the template route for 5 s). From 20 s no
+    broker holds the topic; the producer's refreshes of it (30.01 s, 60.01 s, ...) fail with
+    TOPIC_NOT_EXIST, so it keeps its template route over both brokers: the race is still on
+    (its next send would create the topic wherever it lands). PARTIAL_COVERAGE never opens:
+    when the coverage settles (60 s after the auto-creation), no broker holds the topic.
+    """
+    _two_brokers(w)
+    p = w.add_producer()
+    w.at(5, lambda: p.send(T))
+    w.at(20, lambda: _holder(w, T).shutdown())
 
 
 @_scenario(

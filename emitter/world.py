@@ -86,7 +86,9 @@ class World:
         split_size: int | None = None,
         start: bool = True,
     ) -> Broker:
-        """A broker registering with ``namesrvs`` (every NameServer by default), started now."""
+        """A broker registering with ``namesrvs`` (every NameServer by default), started now.
+
+        A slave (``broker_id`` > 0) copies the table of the master of the same name."""
         index = len(self.brokers)
         broker = Broker(
             self.sim,
@@ -97,8 +99,13 @@ class World:
             namesrvs=self._namesrvs(namesrvs),
             auto_create=auto_create,
             split_size=split_size,
+            master=self._master(name) if broker_id != 0 else None,
         )
         self.brokers[(name, broker_id)] = broker
+        if broker_id == 0:
+            for (other, other_id), slave in self.brokers.items():
+                if other == name and other_id != 0:
+                    slave.master = broker
         if start:
             broker.start()
         return broker
