@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 )
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.intake import Held, Intake
+from streaming.engine.intake import Held, Intake, dedupe_id
 from streaming.engine.state import (
     Config,
     LazyMap,
@@ -207,9 +207,14 @@ class StreamProcessor(StatefulProcessor):
             yield _bad_input(frame[bad])
         good = frame[~bad]
         arrivals: list[Arrival] = [
-            (str(eid), int(ts), None if pd.isna(seq) else int(seq), str(value))
-            for eid, ts, seq, value in zip(
-                good["event_id"], good["ts"], good["seq"], good["value"], strict=True
+            (dedupe_id(cluster, eid), int(ts), None if pd.isna(seq) else int(seq), str(value))
+            for cluster, eid, ts, seq, value in zip(
+                good["cluster"],
+                good["event_id"],
+                good["ts"],
+                good["seq"],
+                good["value"],
+                strict=True,
             )
         ]
         intake, seen_keys = self._load_intake(arrivals)

@@ -3,7 +3,7 @@
 One intake serves every cluster, as Spark's watermark does: an event is *late* when it is more
 than ``L`` older than the largest ``ts`` received over the whole stream (at its arrival), so a
 cluster whose events lag the others' by more than ``L`` has them counted late. A repeated
-``event_id`` is a *duplicate* (checked first, against the ids of the last
+``event_id`` of one cluster is a *duplicate* (checked first, against the ids of the last
 ``dedupe_horizon_ms`` of event time). Other events are held until the largest ``ts`` received
 exceeds theirs by more than ``L``, then released in ``(ts, seq)`` order; :meth:`Intake.flush`
 releases everything at the end of a finite input.
@@ -16,9 +16,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["Held", "HeldRow", "Intake", "IntakeResult"]
+__all__ = ["Held", "HeldRow", "Intake", "IntakeResult", "dedupe_id"]
 
 _NO_SEQ = -1
+
+
+def dedupe_id(cluster: str, event_id: str) -> str:
+    """The id an event is recognised as a duplicate by: its ``event_id`` within its cluster
+    (the contract makes ids unique per event; two collectors of two clusters that number
+    their events alike must still not drop each other's)."""
+    return f"{len(cluster)}:{cluster}{event_id}"
 
 
 class Held(NamedTuple):

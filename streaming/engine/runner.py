@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 
 from streaming.engine.alerts import Alert
 from streaming.engine.cluster import RouteChange
-from streaming.engine.intake import Intake
+import orjson
+
+from streaming.engine.intake import Intake, dedupe_id
 from streaming.engine.stream import Arrival, StreamEngine
 
 __all__ = ["ClusterRun", "StreamRun", "run_cluster", "run_stream"]
@@ -53,11 +55,15 @@ def run_stream(
     batch_size: int | None = None,
     dedupe_horizon_ms: int = DEFAULT_DEDUPE_HORIZON_MS,
 ) -> StreamRun:
-    """Feed ``(event_id, ts, seq, raw)`` arrivals through the stream's intake and engines,
+    """Feed ``(event_id, ts, seq, raw)`` arrivals (of valid events) through the stream's intake
+    and engines,
     ``batch_size`` at a time (all at once by default), then flush as at the end of input."""
     stream = StreamEngine(Intake(lateness_ms, dedupe_horizon_ms))
     run = StreamRun()
-    pending = list(arrivals)
+    pending = [
+        (dedupe_id(orjson.loads(raw)["cluster"], event_id), ts, seq, raw)
+        for event_id, ts, seq, raw in arrivals
+    ]
     size = batch_size or max(len(pending), 1)
 
     def collect() -> None:

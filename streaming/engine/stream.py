@@ -25,7 +25,8 @@ from streaming.engine.intake import Held, Intake, IntakeResult
 __all__ = ["Arrival", "Clock", "StreamEngine"]
 
 Arrival = tuple[str, int, int | None, str]
-"""``(event_id, ts, seq, raw)`` of one valid event, in arrival order."""
+"""``(id, ts, seq, raw)`` of one valid event, in arrival order; ``id`` is what duplicates are
+recognised by (:func:`streaming.engine.intake.dedupe_id`)."""
 
 
 @dataclass(slots=True)

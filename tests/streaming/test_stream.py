@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from emitter.scenarios import SCENARIOS
+from emitter.sim import DEFAULT_START_MS
 from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
@@ -19,6 +20,7 @@ from streaming.jobs import LAYOUT_FILE, evaluate_traces, start_spool_stream
 from streaming.session import LOCAL_CHECKPOINT_FS_KEY
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
+from tests.support.traces import on_clusters
 
 pytestmark = pytest.mark.spark
 
@@ -219,3 +221,43 @@ def test_events_with_the_same_ts_keep_their_arrival_order_across_batches(
         "SELECT write_queue_nums FROM route_intervals WHERE topic = 'T' ORDER BY valid_from"
     ).fetchall()
     assert [r[0] for r in routes] == [8, 4]
+
+
+def _silent_cluster_lines() -> list[bytes]:
+    """Two clusters (the broker-dies scenario on each); every event of the second after 50 s is
+    cut off, so its brokers fall silent together while the first's events go on."""
+    cut = DEFAULT_START_MS + 50_000
+    events = on_clusters({"Live": "broker-dies", "Silent": "broker-dies"}, first_seed=3)
+    return [encode(e) for e in events if e.cluster == "Live" or e.ts <= cut]
+
+
+@pytest.fixture(scope="module")
+def silent_reference(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> list[tuple[Any, ...]]:
+    root = tmp_path_factory.mktemp("silent-reference")
+    trace = root / "trace.jsonl"
+    trace.write_bytes(b"".join(line + b"\n" for line in _silent_cluster_lines()))
+    (alerts,) = evaluate_traces(spark, [trace], _settings(root)).values()
+    expired = {(a["cluster"], a["broker"]) for a in alerts if a["kind"] == "BROKER_EXPIRED"}
+    assert {("Silent", "broker-a"), ("Silent", "broker-b")} <= expired
+    return _identity(alerts)
+
+
+@pytest.mark.parametrize("size", [30, 200])
+def test_a_silent_cluster_expires_whatever_the_batches_and_across_a_restart(
+    spark: SparkSession, tmp_path: Path, silent_reference: list[tuple[Any, ...]], size: int
+) -> None:
+    settings = _settings(tmp_path)
+    chunks = _cut(_silent_cluster_lines(), size)
+    half = len(chunks) // 2
+    _publish(settings.spool_dir, chunks[:half])
+    _run(spark, settings)
+    _publish(settings.spool_dir, chunks[half:], first=half)
+
+    _run(spark, settings)
+
+    store = open_store(settings.store_url)
+    assert _identity(store.alerts()) == silent_reference
+    clocks = {c["cluster"]: c["stream_time"] for c in store.clusters()}
+    assert clocks["Silent"] == clocks["Live"]  # one clock: the silent cluster's moved on too
