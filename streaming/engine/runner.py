@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from streaming.engine.alerts import Alert
-from streaming.engine.cluster import RouteChange
 import orjson
 
+from streaming.engine.alerts import Alert
+from streaming.engine.cluster import RouteChange
 from streaming.engine.intake import Intake, dedupe_id
 from streaming.engine.stream import Arrival, StreamEngine
 
