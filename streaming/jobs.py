@@ -194,8 +194,8 @@ def check_checkpoint(checkpoint: Path) -> None:
         found = "an earlier one"
     raise RoutewatchError(
         f"the checkpoint {checkpoint} holds state in layout {found}, which this routewatch "
-        f"(layout {STATE_LAYOUT}) cannot resume: stop the job, move the checkpoint away and start "
-        "again, and the job reads its input from the start (docs/operations.md, Upgrading)."
+        f"(layout {STATE_LAYOUT}) cannot resume: reset the job — stop it, delete the checkpoint "
+        "and the store, and start again (docs/operations.md, Resetting the job)."
     )
 
 

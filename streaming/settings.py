@@ -24,8 +24,9 @@ class StreamingSettings(Settings):
     lateness_bound_s: float = Field(
         default=2.0,
         ge=0,
-        description="How long an event is held for events of its cluster that arrive out of "
-        "order; older arrivals are late (0 suits one in-order trace).",
+        description="How long an event is held for events that arrive out of order, over the "
+        "whole stream; older arrivals are late (0 suits one in-order trace; with several "
+        "collectors, more than the largest difference between their delays).",
     )
     dedupe_horizon_s: float = Field(
         default=300.0,

@@ -135,7 +135,7 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused_in_one_sentence(
 
     message = str(refused.value)
     assert message.startswith(f"the checkpoint {checkpoint} holds state in layout an earlier one")
-    assert "move the checkpoint away and start again" in message
+    assert "delete the checkpoint and the store, and start again" in message
     assert message.count(". ") == 0 and message.endswith(".")
 
 
