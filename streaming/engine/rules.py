@@ -296,8 +296,13 @@ class Rules:
             self._topic_key("PARTIAL_COVERAGE", topic),
             at,
             severity="critical" if k <= 1 else "warning",
-            summary=f"Auto-created topic {topic} is on {k} of {n} brokers and will stay there: "
-            "its producers' routes have converged on that subset.",
+            summary=(
+                f"Auto-created topic {topic} is on {k} of {n} brokers and will stay there: "
+                "its producers' routes have converged on that subset."
+                if k
+                else f"Auto-created topic {topic} has no route left: none of the {n} live "
+                "brokers holds it any more, and none will get it by itself."
+            ),
             evidence={
                 "coverage": f"{k}/{n}",
                 "brokers_with_topic": sorted(holding & expected),

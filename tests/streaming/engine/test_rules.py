@@ -433,3 +433,21 @@ def test_a_split_registration_of_an_unchanged_table_keeps_it() -> None:
         ("T1", 0),
         ("T2", 0),
     ]
+
+
+def test_partial_coverage_on_no_broker_left_says_so() -> None:
+    t = Trace()
+    t.every(0, 150, 30, "a")
+    t.every(0, 30, 30, "b")  # b dies after 30 s
+    t.pull(0.5, "T", ["a", "b"], via_default=True)
+    t.send(1, "T", broker="b", auto_created=True)
+    t.hb(1, "b", {"T": 4}, full=False)
+    t.pull(30.5, "T", ["b"])  # settled on b alone: 1 of 2
+    t.hb(30, "b", {"T": 4})
+
+    run_ = run(t)
+
+    (coverage,) = [a for a in run_.final_alerts() if a.kind == "PARTIAL_COVERAGE"]
+    assert (coverage.state, coverage.severity) == ("open", "critical")
+    assert coverage.evidence["coverage"] == "0/1"  # b expired at 150 s: no broker holds T
+    assert coverage.summary.startswith("Auto-created topic T has no route left: none of the 1 ")
