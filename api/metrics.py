@@ -169,9 +169,20 @@ class StoreCollector(Collector):
         if last is not None:
             duration.add_metric([], last["duration_ms"] / 1000)
             rate.add_metric([], last["input_rows"] / max(last["duration_ms"] / 1000, 1e-3))
-        newest = store.db.execute("SELECT MAX(stream_time) FROM clusters").fetchone()[0]
+        input_age = GaugeMetricFamily(
+            "routewatch_stream_input_age_seconds",
+            "Wall clock seconds since the job last received an event newer than every event "
+            "before it.",
+        )
+        newest, input_at = store.db.execute(
+            "SELECT MAX(stream_time), MAX(input_at) FROM clusters"
+        ).fetchone()
+        now = time.time()
         if newest is not None:
-            lag.add_metric([], max(time.time() - newest / 1000, 0.0))
+            lag.add_metric([], max(now - newest / 1000, 0.0))
+        if input_at is not None:
+            input_age.add_metric([], max(now - input_at / 1000, 0.0))
         yield duration
         yield rate
         yield lag
+        yield input_age

@@ -163,7 +163,8 @@ def _alerts_row() -> list[dash.Panel | stat.Panel | timeseries.Panel | table.Pan
         _stat(
             "Event-time lag now",
             "How far behind real time the alerts are. Red (over 60 s): the stream job is down or "
-            "falling behind; check its log and the pipeline-health row below.",
+            "falling behind, or its input stopped (a low input age below means falling behind); "
+            "check its log and the pipeline-health row below.",
             "max(routewatch_stream_event_time_lag_seconds)",
             red_at=60,
             unit="s",
@@ -344,9 +345,21 @@ def _pipeline_row() -> list[timeseries.Panel]:
             span=6,
         ),
         _timeseries(
+            "Input age",
+            "Seconds since the job last received an event newer than every event before it. "
+            "Brokers register every 30 s, so it stays low while input flows. "
+            "Red (over 120 s, RoutewatchInputStalled): the collectors or emitters, the replayer "
+            "or the Kafka topic stopped, or the job is not reading; routewatch judges no "
+            "time-driven alert until input resumes.",
+            [_query("routewatch_stream_input_age_seconds", "input age")],
+            unit="s",
+            span=6,
+        ).thresholds(_thresholds((None, GREEN), (60, ORANGE), (120, RED))),
+        _timeseries(
             "Event-time lag",
-            "Wall clock minus the newest event time the job has applied. Rising steadily: the "
-            "job falls behind (or its input stopped); alerts are that late.",
+            "Wall clock minus the newest event time the job has applied; alerts are that late. "
+            "Rising while the input age stays low: the job falls behind its input "
+            "(RoutewatchStreamBehind). Rising with the input age: the input stopped.",
             [_query("routewatch_stream_event_time_lag_seconds", "lag")],
             unit="s",
             span=6,
@@ -373,7 +386,8 @@ def _pipeline_row() -> list[timeseries.Panel]:
                     ref="C",
                 ),
             ],
-            span=6,
+            span=24,
+            height=6,
             bars=True,
         ),
     ]

@@ -129,4 +129,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        3,
+        # When the newest event received last advanced (wall clock, ms): the write of the clock
+        # row that raised max_received. A store written before starts from its last clock write,
+        # which is no earlier than the last advance, so the input's age is never overstated.
+        """
+        ALTER TABLE clusters ADD COLUMN input_at BIGINT;
+        UPDATE clusters SET input_at = updated_at;
+        """,
+    ),
 ]

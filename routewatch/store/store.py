@@ -389,13 +389,21 @@ def _write_quarantine(db: Connection, row: ChangeRow, now: int) -> None:
 
 
 def _write_clock(db: Connection, row: ChangeRow, now: int) -> None:
+    """The cluster's clock; ``input_at`` becomes ``now`` on its first write and whenever
+    ``max_received`` grows (an event newer than every event before it arrived), so
+    that the input stopping shows as its age (``routewatch_stream_input_age_seconds``). The
+    SET expressions read the stored row as it was before this update."""
     clock = orjson.loads(row.payload)
     db.execute(
-        "INSERT INTO clusters (cluster, stream_time, max_received, held, updated_at) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cluster) DO UPDATE SET "
+        "INSERT INTO clusters (cluster, stream_time, max_received, held, updated_at, input_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cluster) DO UPDATE SET "
+        "input_at = CASE WHEN clusters.input_at IS NULL "
+        "OR excluded.max_received > clusters.max_received "
+        "OR (clusters.max_received IS NULL AND excluded.max_received IS NOT NULL) "
+        "THEN excluded.input_at ELSE clusters.input_at END, "
         "stream_time = excluded.stream_time, max_received = excluded.max_received, "
         "held = excluded.held, updated_at = excluded.updated_at",
-        (row.cluster, row.at, clock["max_received"], clock["held"], now),
+        (row.cluster, row.at, clock["max_received"], clock["held"], now, now),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from api import ApiSettings, create_app
 from routewatch.settings import load
+from routewatch.store import open_store
 from tests.support.grafana import documented_metrics
 
 pytestmark = pytest.mark.spark
@@ -84,6 +86,24 @@ def test_metrics_are_read_from_the_store(client: TestClient, registry: Collector
     assert (value("routewatch_sends_total", cluster="DefaultCluster", status="SEND_OK") or 0) > 0
     assert value("routewatch_events_late_total") == 0
     assert "routewatch_stream_batch_duration_seconds" in text
+
+
+def test_input_age_counts_from_the_jobs_last_newer_event(
+    store_dir: Path, registry: CollectorRegistry, client: TestClient
+) -> None:
+    store = open_store(f"sqlite:///{store_dir / 'routewatch.db'}", readonly=True)
+    try:
+        input_at = store.db.execute("SELECT MAX(input_at) FROM clusters").fetchone()[0]
+    finally:
+        store.close()
+    assert input_at is not None  # the job recorded when its newest event arrived
+
+    before = time.time()
+    age = registry.get_sample_value("routewatch_stream_input_age_seconds")  # a scrape
+    after = time.time()
+
+    assert age is not None
+    assert before - input_at / 1000 <= age <= after - input_at / 1000
 
 
 def test_a_store_written_by_an_older_version_is_migrated_not_a_server_error(

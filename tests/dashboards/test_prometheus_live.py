@@ -67,6 +67,7 @@ LIT: dict[tuple[str, str], tuple[dict[str, str], Check]] = {
     ("Micro-batch duration", "A"): ({}, POSITIVE),
     ("Input rate", "A"): ({}, POSITIVE),
     ("Input rate", "B"): ({}, POSITIVE),
+    ("Input age", "A"): ({}, DATA),
     ("Event-time lag", "A"): ({}, DATA),
     ("Quarantined, late and duplicate events", "A"): ({}, POSITIVE),
     ("Quarantined, late and duplicate events", "B"): ({}, DATA),

@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from routewatch.store import ChangeRow, Store, open_store
+from routewatch.store.schema import MIGRATIONS
 
 
 @pytest.fixture
@@ -43,12 +44,25 @@ def _route(at: int, config: list[int] | None) -> ChangeRow:
     )
 
 
+def _clock(cluster: str, max_received: int | None, held: int = 0) -> ChangeRow:
+    payload = orjson.dumps({"max_received": max_received, "held": held}).decode()
+    return ChangeRow(cluster, "clock", cluster, max_received, payload)
+
+
+@pytest.fixture
+def wall_clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The store's wall clock (ms), set by the test: ``wall_clock[0]``."""
+    now = [0]
+    monkeypatch.setattr("routewatch.store.store._now_ms", lambda: now[0])
+    return now
+
+
 def test_migrations_are_applied_once(store_url: str) -> None:
     first = open_store(store_url)
     again = open_store(store_url)
 
-    assert first.migrate() == again.migrate() == 2
-    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2]
+    assert first.migrate() == again.migrate() == 3
+    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2, 3]
 
 
 def test_a_batch_is_written_once_even_when_replayed(store: Store) -> None:
@@ -146,3 +160,60 @@ def test_retention_keeps_what_is_recent(store: Store) -> None:
         "route_intervals": 0,
     }
     assert len(store.alerts()) == 1
+
+
+def test_input_at_moves_only_when_the_newest_event_received_grows(
+    store: Store, wall_clock: list[int]
+) -> None:
+    def written(batch: int, at: int, *rows: ChangeRow) -> dict[str, tuple[int, int]]:
+        wall_clock[0] = at
+        store.write_batch("job", batch, rows)
+        return {c["cluster"]: (c["input_at"], c["updated_at"]) for c in store.clusters()}
+
+    # the first write sets it, even with nothing received yet (D: bad input only)
+    assert written(0, 1_000, _clock("C", 500), _clock("D", None)) == {
+        "C": (1_000, 1_000),
+        "D": (1_000, 1_000),
+    }
+    # the same newest event (events held, late or duplicate ones): written, input_at kept
+    assert written(1, 2_000, _clock("C", 500, held=3), _clock("D", None)) == {
+        "C": (1_000, 2_000),
+        "D": (1_000, 2_000),
+    }
+    # a newer event: input_at is the write's wall clock; a first event counts as newer
+    assert written(2, 3_000, _clock("C", 900), _clock("D", 100)) == {
+        "C": (3_000, 3_000),
+        "D": (3_000, 3_000),
+    }
+    # a batch replayed after a restart writes nothing; one cluster advancing moves its own only
+    wall_clock[0] = 4_000
+    assert store.write_batch("job", 2, [_clock("C", 900), _clock("D", 100)]) is False
+    assert written(3, 5_000, _clock("C", 900), _clock("D", 101)) == {
+        "C": (3_000, 5_000),
+        "D": (5_000, 5_000),
+    }
+
+
+def test_a_store_from_before_input_at_starts_it_at_the_last_clock_write(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, wall_clock: list[int]
+) -> None:
+    monkeypatch.setattr("routewatch.store.store.MIGRATIONS", MIGRATIONS[:2])
+    old = open_store(store_url)
+    old.db.execute(
+        "INSERT INTO clusters (cluster, stream_time, max_received, held, updated_at) "
+        "VALUES ('C', 500, 500, 0, 1234)"
+    )
+    old.close()
+    monkeypatch.setattr("routewatch.store.store.MIGRATIONS", MIGRATIONS)
+
+    store = open_store(store_url)
+    try:
+        assert store.clusters()[0]["input_at"] == 1234
+        wall_clock[0] = 2_000
+        store.write_batch("job", 0, [_clock("C", 500)])
+        assert store.clusters()[0]["input_at"] == 1234
+        wall_clock[0] = 3_000
+        store.write_batch("job", 1, [_clock("C", 501)])
+        assert store.clusters()[0]["input_at"] == 3_000
+    finally:
+        store.close()

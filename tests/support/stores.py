@@ -9,7 +9,7 @@ import orjson
 from routewatch.store import Store
 
 # Columns written from the wall clock (or the store's own sequence), not from the events.
-WALL_CLOCK = {"detected_at", "written_at", "updated_at", "arrived_at", "seq"}
+WALL_CLOCK = {"detected_at", "written_at", "updated_at", "input_at", "arrived_at", "seq"}
 
 
 def _rows(store: Store, table: str, order: str | None = None) -> list[tuple[Any, ...]]:

@@ -1,0 +1,90 @@
+"""``/metrics``' input age over a store written by hand (SQLite and PostgreSQL): how long ago an
+event newer than every event before it last arrived, by the store's wall clock."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from api import ApiSettings, create_app
+from routewatch.settings import load
+from routewatch.store import ChangeRow, Store, open_store
+
+INPUT_AGE = "routewatch_stream_input_age_seconds"
+LAG = "routewatch_stream_event_time_lag_seconds"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'routewatch.db'}"
+    url: str = request.getfixturevalue("postgres").create_database(
+        f"metrics_{uuid.uuid4().hex[:12]}"
+    )
+    return url
+
+
+def _clock(cluster: str, max_received: int) -> ChangeRow:
+    payload = orjson.dumps({"max_received": max_received, "held": 0}).decode()
+    return ChangeRow(cluster, "clock", cluster, max_received, payload)
+
+
+def _write(
+    store: Store, monkeypatch: pytest.MonkeyPatch, batch: int, at_ms: int, *rows: ChangeRow
+) -> None:
+    """One batch as the job writes it, at the wall clock ``at_ms``."""
+    monkeypatch.setattr("routewatch.store.store._now_ms", lambda: at_ms)
+    store.write_batch("job", batch, rows)
+
+
+def _scrape(url: str, tmp_path: Path) -> tuple[dict[str, list[float]], float, float]:
+    """Every family's sample values, with the wall clock just before and after the scrape."""
+    settings = load(ApiSettings, data_dir=tmp_path, store_url=url)
+    with TestClient(create_app(settings)) as client:
+        before = time.time()
+        response = client.get("/metrics")
+        after = time.time()
+    assert response.status_code == 200
+    families = text_string_to_metric_families(response.text)
+    return {f.name: [s.value for s in f.samples] for f in families}, before, after
+
+
+def test_input_age_is_absent_before_the_first_batch(store_url: str, tmp_path: Path) -> None:
+    open_store(store_url).close()
+
+    values, _, _ = _scrape(store_url, tmp_path)
+
+    assert values["routewatch_exporter_up"] == [1]
+    assert values[INPUT_AGE] == [] and values[LAG] == []
+
+
+def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now_ms = int(time.time() * 1000)
+    event_ms = now_ms - 3_600_000  # the events are an hour old: the lag is an hour
+    store = open_store(store_url)
+    try:
+        _write(store, monkeypatch, 0, now_ms - 600_000, _clock("C", event_ms - 1))
+        _write(store, monkeypatch, 1, now_ms - 300_000, _clock("D", event_ms))
+        # a minute ago both clusters' clocks were written again, with no newer event
+        _write(
+            store, monkeypatch, 2, now_ms - 60_000, _clock("C", event_ms - 1), _clock("D", event_ms)
+        )
+    finally:
+        store.close()
+    monkeypatch.undo()
+
+    values, before, after = _scrape(store_url, tmp_path)
+
+    # D's newest event last advanced 300 s before now_ms; C's earlier; the rewrites do not count
+    (age,) = values[INPUT_AGE]
+    assert before - (now_ms - 300_000) / 1000 <= age <= after - (now_ms - 300_000) / 1000
+    (lag,) = values[LAG]
+    assert before - event_ms / 1000 <= lag <= after - event_ms / 1000
