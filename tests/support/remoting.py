@@ -1,10 +1,11 @@
 """RocketMQ's own protocol, spoken to NameServers and brokers, for tests.
 
 A topic's route and the cluster list are two requests to a NameServer
-(``GET_ROUTEINFO_BY_TOPIC`` = 105, ``GET_BROKER_CLUSTER_INFO`` = 106); a broker's configuration
-and run-time figures two to a broker (``GET_BROKER_CONFIG`` = 26, ``GET_BROKER_RUNTIME_INFO`` =
-28). Each is a frame of ``[total length][serialize type << 24 | header length][JSON header]
-[body]``, big-endian, on a connection of its own. Asking here costs a TCP round trip instead of an
+(``GET_ROUTEINFO_BY_TOPIC`` = 105, ``GET_BROKER_CLUSTER_INFO`` = 106); a broker's topic table,
+configuration and run-time figures three to a broker (``GET_ALL_TOPIC_CONFIG`` = 21,
+``GET_BROKER_CONFIG`` = 26, ``GET_BROKER_RUNTIME_INFO`` = 28). Each is a frame of
+``[total length][serialize type << 24 | header length][JSON header][body]``, big-endian, on a
+connection of its own. Asking here costs a TCP round trip instead of an
 ``mqadmin`` JVM (about 5 s on this machine), so readiness and "when does the NameServer drop
 it" can be polled. ``mqadmin topicRoute`` prints the same route (``tests.support.rocketmq``);
 both are read with :mod:`tests.support.fastjson`.
@@ -27,6 +28,7 @@ from typing import Any
 
 from tests.support import fastjson
 
+GET_ALL_TOPIC_CONFIG = 21
 GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 GET_ROUTEINFO_BY_TOPIC = 105
@@ -204,6 +206,27 @@ def raw_cluster_info(addr: str, *, version: int = LEGACY_CLIENT_VERSION) -> str:
 def cluster_info(addr: str) -> ClusterInfo:
     """The cluster list of the NameServer at ``addr``."""
     return parse_cluster_info(raw_cluster_info(addr))
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """A topic as a broker holds it in its topic table (and registers it)."""
+
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+
+def broker_topics(addr: str, *, timeout: float = 3.0) -> dict[str, TopicConfig]:
+    """The topic table of the broker at ``addr``: what it registers with its NameServers."""
+    answer, body = request(addr, GET_ALL_TOPIC_CONFIG, timeout=timeout)
+    if answer["code"] != SUCCESS:
+        raise RemotingError(f"topic table of the broker at {addr}: {answer.get('remark')}")
+    table = fastjson.loads(body.decode()).get("topicConfigTable") or {}
+    return {
+        str(name): TopicConfig(int(t["readQueueNums"]), int(t["writeQueueNums"]), int(t["perm"]))
+        for name, t in table.items()
+    }
 
 
 def _properties(text: str) -> dict[str, str]:

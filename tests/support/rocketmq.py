@@ -289,15 +289,23 @@ class _Process:
         proc.wait(30)
         self.frozen = False
 
-    def freeze(self) -> None:
-        """SIGSTOP: the process stops answering and sending, but its connections stay open."""
+    def state(self) -> str:
+        """The process's state letter in ``/proc/<pid>/stat`` (R, S, D, T when stopped...)."""
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2]
+
+    def freeze(self, timeout: float = 10) -> None:
+        """SIGSTOP, waiting until the kernel has stopped it: it no longer answers or sends, but
+        its connections stay open."""
         os.kill(self.pid, signal.SIGSTOP)
         self.frozen = True
+        wait_for(lambda: self.state() == "T", timeout, f"{self.name} stopping on SIGSTOP")
 
-    def thaw(self) -> None:
-        """SIGCONT: the frozen process carries on."""
+    def thaw(self, timeout: float = 10) -> None:
+        """SIGCONT, waiting until the kernel has resumed it."""
         os.kill(self.pid, signal.SIGCONT)
         self.frozen = False
+        wait_for(lambda: self.state() != "T", timeout, f"{self.name} resuming on SIGCONT")
 
 
 class NameServer(_Process):
@@ -400,6 +408,10 @@ class Broker(_Process):
 
     def ready(self) -> bool:
         return self.booted() and self.registered()
+
+    def topics(self) -> dict[str, remoting.TopicConfig]:
+        """The broker's topic table, asked of the broker itself."""
+        return remoting.broker_topics(self.addr)
 
     def running_config(self) -> dict[str, str]:
         """The properties the broker runs with now, asked of the broker itself."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from tests.support.processes import wait_for
 from tests.support.rocketmq import (
     JAVA17_OPTS,
     QUICK_JIT,
@@ -240,6 +241,7 @@ class RouteDriver:
         self.system_properties = dict(system_properties or {})
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self._started: dict[str, dict[str, Any]] = {}
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -314,7 +316,21 @@ class RouteDriver:
 
     def producer(self, spec: ProducerSpec) -> dict[str, Any]:
         """Start a producer; its ``started`` line (with the settings the client took)."""
-        return self.command({"producer": spec.to_json()})[0]
+        started = self.command({"producer": spec.to_json()})[0]
+        self._started[spec.name] = started
+        return started
+
+    def wait_for_first_refresh(self, producer: str, timeout: float = 30) -> None:
+        """Wait until the producer's periodic route refresh has run once. The client schedules
+        it 10 ms after its start, then every ``pollNameServerInterval``; on a loaded machine the
+        first run can come after a test's first send and swap a route the test meant to see.
+        Its sign: the route of the producer's ``createTopicKey`` (TBW102), which it fetches."""
+        key = str(self._started[producer]["createTopicKey"])
+        wait_for(
+            lambda: bool(self.client_route(producer, key)),
+            timeout,
+            f"producer {producer} refreshing its route of {key}",
+        )
 
     def send(
         self, producer: str, topic: str, count: int = 1, spacing_ms: int = 0
@@ -340,7 +356,8 @@ class RouteDriver:
 
     def refresh(self, producer: str, topic: str) -> bool:
         """The producer refreshes its route of ``topic`` from its NameServer now (as its
-        periodic refresh does); True if the route changed."""
+        periodic refresh does); True if it took a new route (the NameServer's differed from the
+        one it held, or it held none usable)."""
         (event,) = self.command({"refresh": {"producer": producer, "topic": topic}})
         return bool(event["changed"])
 
