@@ -1,0 +1,239 @@
+"""What RocketMQ 4.9.8 does with a new topic, on a real cluster (issue 24, section 2).
+
+Two NameServers, two brokers registered with both, ``autoCreateTopicEnable=true`` and
+``defaultTopicQueueNums=8`` (so TBW102 has 8 queues and perm 7 on each), the real Java client with
+its defaults unless said. Each test asserts what the real system did:
+
+1. One send to a new topic: the route names the one broker that took it, with the producer's 4
+   queues (not the broker's 8) and perm 6, on both NameServers; the producer's next refresh
+   swaps TBW102's 8 queues for those 4, later sends all go there, and the other broker never
+   gets the topic — through the brokers' next registrations.
+2. Quick sends to a new topic, before the producer's refresh: the producer rotates over TBW102's
+   queues (``min(producer's defaultTopicQueueNums, 8)`` per broker, sorted by broker) from a
+   random start, one queue further per send; every broker that took a send holds the topic. So
+   ``q * (brokers - 1) + 1`` quick sends always reach every broker (5 with the default 4 queues,
+   3 with 2), fewer may or may not, as the start falls.
+7. ``updateTopic -c``: every broker holds the topic, with the queues asked; ``updateTopic -b``
+   on one broker with other counts: the route shows the skew, and the producer's queues follow
+   the write counts.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.processes import wait_for
+from tests.support.remoting import QueueData, TopicConfig, TopicRoute
+from tests.support.rocketmq import (
+    BrokerSpec,
+    ClusterSpec,
+    RocketMQCluster,
+    require_rocketmq,
+    running_cluster,
+)
+from tests.support.route_driver import ProducerSpec, RouteDriver, SendOutcome
+
+pytestmark = pytest.mark.rocketmq
+
+CLUSTER = "RouteCluster"
+BROKERS = ("broker-a", "broker-b")  # sorted, as the client sorts a route's queues
+SPEC = ClusterSpec(
+    namesrvs=("ns1", "ns2"),
+    brokers=tuple(BrokerSpec(name, CLUSTER, default_topic_queue_nums=8) for name in BROKERS),
+)
+HOURLY = 3_600_000  # a refresh interval that keeps a producer on its first route for the test
+# The brokers register their whole topic table with every NameServer every 30 s.
+REGISTRATION_PERIOD_S = 30
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluster]:
+    require_rocketmq()
+    with running_cluster(SPEC, tmp_path_factory.mktemp("rocketmq")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def driver(cluster: RocketMQCluster) -> Iterator[RouteDriver]:
+    with RouteDriver(cluster.workdir / "driver") as running:
+        yield running
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _queues(route: TopicRoute | None) -> tuple[QueueData, ...] | None:
+    return None if route is None else route.queues
+
+
+def _wait_for_route(
+    cluster: RocketMQCluster, topic: str, queues: tuple[QueueData, ...], timeout: float = 10
+) -> None:
+    """Wait until every NameServer gives ``topic`` exactly these queues; fail with the routes."""
+    try:
+        wait_for(
+            lambda: all(_queues(r) == queues for r in cluster.routes(topic).values()),
+            timeout,
+            f"every NameServer routing {topic} to {queues}",
+        )
+    except TimeoutError:
+        assert {ns: _queues(r) for ns, r in cluster.routes(topic).items()} == dict.fromkeys(
+            cluster.namesrvs, queues
+        )
+
+
+def test_the_template_route(cluster: RocketMQCluster) -> None:
+    for route in cluster.routes("TBW102").values():
+        assert _queues(route) == tuple(QueueData(b, 8, 8, 7) for b in BROKERS)
+
+
+def test_one_send_leaves_a_new_topic_on_one_broker_for_good(
+    cluster: RocketMQCluster, driver: RouteDriver
+) -> None:
+    """Experiment 1."""
+    driver.producer(ProducerSpec("once", cluster.namesrv_addr()))  # refreshes every 30 s
+    topic = _topic("Once")
+    (first,) = driver.send("once", topic)
+    sent_at = time.monotonic()
+    assert first.ok, first
+    holder = first.broker
+    assert holder in BROKERS
+    (other,) = set(BROKERS) - {holder}
+    # The broker that took the message created the topic with the producer's 4 queues (TBW102
+    # has 8) without the inherit bit, and registered it with both NameServers at once.
+    only_holder = (QueueData(holder, 4, 4, 6),)
+    _wait_for_route(cluster, topic, only_holder, timeout=2)
+
+    # Until its next refresh the producer sends by TBW102's route (4 queues on each broker);
+    # the refresh swaps it for the topic's own route: the holder's 4 queues only.
+    template = [(b, q) for b in BROKERS for q in range(4)]
+    holders_queues = [(holder, q) for q in range(4)]
+    assert driver.client_route("once", topic) in (template, holders_queues)
+    wait_for(
+        lambda: driver.client_route("once", topic) == holders_queues,
+        REGISTRATION_PERIOD_S + 10,
+        "the producer's next route refresh",
+        interval=0.5,
+    )
+    more = driver.send("once", topic, count=12)
+    assert all(o.ok for o in more), more
+    assert {_placed(o)[0] for o in more} == {holder}
+    assert sorted({_placed(o)[1] for o in more}) == [0, 1, 2, 3]
+
+    # The other broker never got the topic, so no registration of it can bring the topic there:
+    # through a full registration period after the send, every NameServer keeps one broker.
+    assert topic not in cluster.broker(other).topics()
+    assert cluster.broker(holder).topics()[topic] == TopicConfig(4, 4, 6)
+
+    def route_kept_until(deadline: float) -> bool:
+        assert {ns: _queues(r) for ns, r in cluster.routes(topic).items()} == {
+            ns: only_holder for ns in cluster.namesrvs
+        }
+        return time.monotonic() >= deadline
+
+    wait_for(
+        lambda: route_kept_until(sent_at + REGISTRATION_PERIOD_S + 1),
+        REGISTRATION_PERIOD_S + 10,
+        "a registration period passing",
+        interval=1,
+    )
+    assert topic not in cluster.broker(other).topics()
+
+
+def _placed(outcome: SendOutcome) -> tuple[str, int]:
+    """Where a successful send went: its broker and queue id."""
+    assert outcome.broker is not None and outcome.queue_id is not None, outcome
+    return outcome.broker, outcome.queue_id
+
+
+def _quick_sends(
+    cluster: RocketMQCluster, driver: RouteDriver, producer: str, count: int, queues: int
+) -> set[str]:
+    """``count`` quick sends to a new topic; checks the rotation and the route, returns the
+    brokers that hold the topic."""
+    topic = _topic(f"Quick{count}")
+    outcomes = driver.send(producer, topic, count=count)
+    assert all(o.ok for o in outcomes), outcomes
+    # The producer still holds the template route it built on the first send: `queues` queues
+    # of each broker that reported TBW102, sorted by broker name.
+    template = [(b, q) for b in BROKERS for q in range(queues)]
+    assert driver.client_route(producer, topic) == template
+    # It rotated over them from a random start, one queue further per send.
+    positions = [template.index(_placed(o)) for o in outcomes]
+    start = positions[0]
+    assert positions == [(start + i) % len(template) for i in range(count)]
+    # Every broker that took a send created the topic with the producer's queue count.
+    took = {_placed(o)[0] for o in outcomes}
+    _wait_for_route(cluster, topic, tuple(QueueData(b, queues, queues, 6) for b in sorted(took)))
+    return took
+
+
+@pytest.mark.parametrize(("producer_queues", "boundary"), [(4, 5), (2, 3)])
+def test_quick_sends_reach_every_broker_from_the_boundary_on(
+    cluster: RocketMQCluster, driver: RouteDriver, producer_queues: int, boundary: int
+) -> None:
+    """Experiment 2: the boundary is ``q * (brokers - 1) + 1`` quick sends."""
+    producer = f"quick{producer_queues}"
+    driver.producer(
+        ProducerSpec(
+            producer,
+            cluster.namesrv_addr(),
+            default_topic_queue_nums=producer_queues,
+            poll_name_server_interval_ms=HOURLY,
+        )
+    )
+    driver.wait_for_first_refresh(producer)
+    assert boundary == producer_queues * (len(BROKERS) - 1) + 1
+    # Nine quick sends: both brokers.
+    assert _quick_sends(cluster, driver, producer, 9, producer_queues) == set(BROKERS)
+    # From the boundary on, every time; one send, one broker, every time.
+    for _ in range(3):
+        assert _quick_sends(cluster, driver, producer, boundary, producer_queues) == set(BROKERS)
+        assert len(_quick_sends(cluster, driver, producer, 1, producer_queues)) == 1
+    # Below it, one broker or both, as the random start falls (the rotation itself is checked
+    # on every run above and here).
+    for count in range(2, boundary):
+        for _ in range(3):
+            assert len(_quick_sends(cluster, driver, producer, count, producer_queues)) in (1, 2)
+
+
+def test_update_topic_on_the_cluster_then_a_skew_on_one_broker(
+    cluster: RocketMQCluster, driver: RouteDriver
+) -> None:
+    """Experiment 7."""
+    topic = _topic("Made")
+    cluster.update_topic(topic, cluster=CLUSTER, read_queues=8, write_queues=8)
+    _wait_for_route(cluster, topic, tuple(QueueData(b, 8, 8, 6) for b in BROKERS))
+    for name in BROKERS:
+        assert cluster.broker(name).topics()[topic] == TopicConfig(8, 8, 6)
+
+    # Another queue count on one broker: the route shows the skew at once, on both NameServers.
+    cluster.update_topic(topic, broker="broker-b", read_queues=4, write_queues=4)
+    _wait_for_route(
+        cluster, topic, (QueueData("broker-a", 8, 8, 6), QueueData("broker-b", 4, 4, 6))
+    )
+    # A producer gets every write queue: 8 on broker-a, 4 on broker-b; 12 quick sends put 8 on a.
+    driver.producer(
+        ProducerSpec("skewed", cluster.namesrv_addr(), poll_name_server_interval_ms=HOURLY)
+    )
+    outcomes = driver.send("skewed", topic, count=12)
+    assert all(o.ok for o in outcomes), outcomes
+    assert sorted(_placed(o)[0] for o in outcomes) == ["broker-a"] * 8 + ["broker-b"] * 4
+
+    # Read and write counts that differ on one broker: the route says so, and a producer's
+    # queues follow the write count (2 on broker-a).
+    cluster.update_topic(topic, broker="broker-a", read_queues=8, write_queues=2)
+    _wait_for_route(
+        cluster, topic, (QueueData("broker-a", 8, 2, 6), QueueData("broker-b", 4, 4, 6))
+    )
+    assert driver.refresh("skewed", topic)
+    assert driver.client_route("skewed", topic) == [
+        ("broker-a", 0),
+        ("broker-a", 1),
+        *(("broker-b", q) for q in range(4)),
+    ]
