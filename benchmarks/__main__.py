@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 from benchmarks.results import HEADLINE_KEYS, LATEST, print_table
+from routewatch.cli import plain_text
 
 BENCHMARKS = ("replay_rates", "fleet_realtime", "detection_latency", "api_load")
 
@@ -52,7 +53,7 @@ def headline_table() -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--only", default=",".join(BENCHMARKS))
     parser.add_argument("--table", action="store_true", help="only print what is recorded")
     args = parser.parse_args()

@@ -65,6 +65,7 @@ from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.scenarios import SCENARIOS
 from emitter.trace import TraceWriter
+from routewatch.cli import plain_text
 from routewatch.codec import encode
 from routewatch.store import StoreUnavailableError, open_store
 from tests.support.processes import free_port, group_alive, start_routewatch, stop, wait_for
@@ -508,7 +509,7 @@ def summarise(
 
 def parse_args() -> argparse.Namespace:
     assert __doc__ is not None
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per run")
     parser.add_argument("--rate", type=float, default=200.0, help="requests/s, both endpoints")

@@ -107,6 +107,7 @@ from emitter.scenarios import SCENARIOS
 from emitter.settings import EmitterSettings
 from emitter.sim import DEFAULT_START_MS
 from emitter.trace import TraceWriter
+from routewatch.cli import plain_text
 from routewatch.codec import encode, to_wire
 from routewatch.events import Event, RoutePull
 from routewatch.settings import load
@@ -900,7 +901,7 @@ def headline(figures: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--sources", default="spool,kafka", help="spool, kafka or both")
     parser.add_argument(
         "--bounds", default=f"0,{DEFAULT_BOUND_S:g}", help="lateness bounds, seconds"

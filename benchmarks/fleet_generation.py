@@ -15,6 +15,7 @@ from pathlib import Path
 
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.trace import TraceWriter
+from routewatch.cli import plain_text
 
 
 def one_run(spec: FleetSpec, path: Path) -> tuple[int, int, float]:
@@ -26,7 +27,7 @@ def one_run(spec: FleetSpec, path: Path) -> tuple[int, int, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--duration", type=int, default=60, help="seconds of fleet traffic")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--gzip", action="store_true", help="write .jsonl.gz instead of .jsonl")

@@ -73,6 +73,7 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
+from routewatch.cli import plain_text
 from routewatch.settings import load
 from streaming.jobs import start_spool_stream
 from streaming.pipeline import by_stream, file_lines
@@ -419,7 +420,7 @@ def realtime(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument(
         "--warm",

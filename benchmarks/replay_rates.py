@@ -22,6 +22,7 @@ from emitter.replay.reader import read_traces_aside
 from emitter.replay.sinks import Sink
 from emitter.settings import EmitterSettings
 from emitter.trace import TraceWriter
+from routewatch.cli import plain_text
 from routewatch.settings import load
 from tests.support.kafka import API_VERSION, running_broker
 
@@ -40,7 +41,7 @@ def measure(trace: Path, make_sink: object, runs: int) -> tuple[list[float], lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

@@ -7,10 +7,11 @@ import sys
 
 from dashboards import DASHBOARD_FILE
 from dashboards.routewatch_dashboard import dashboard_json
+from routewatch.cli import plain_text
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dashboards", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m dashboards", description=plain_text(__doc__))
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if the committed JSON differs from the code"
     )

@@ -10,17 +10,34 @@ lists exactly the subcommands that are installed and work.
 from __future__ import annotations
 
 import argparse
+import inspect
+import re
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
 from routewatch.errors import RoutewatchError
 
-__all__ = ["COMMAND_GROUP", "build_parser", "main"]
+__all__ = ["COMMAND_GROUP", "build_parser", "main", "plain_text"]
 
 COMMAND_GROUP = "routewatch.commands"
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def plain_text(doc: str | None, paragraphs: int | None = None) -> str:
+    """A docstring as plain text for ``--help``: the first ``paragraphs`` paragraphs (all by
+    default) without reStructuredText's inline markup (double backquotes, roles such as
+    ``:func:``, bold); indented blocks (usage examples) are left out, since argparse would run
+    them into the text."""
+    blocks = [
+        " ".join(block.split())
+        for block in re.split(r"\n\s*\n", inspect.cleandoc(doc or ""))
+        if block.strip() and not block.startswith((" ", "\t"))
+    ]
+    text = "\n\n".join(blocks if paragraphs is None else blocks[:paragraphs])
+    text = re.sub(r":[a-z:]+:`([^`]*)`", r"\1", text)
+    return text.replace("``", "").replace("**", "")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from routewatch.cli import plain_text
 from routewatch.errors import RoutewatchError
 from routewatch.settings import Settings, load
 from routewatch.store import StoreUnavailableError, open_store
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "demo",
         help="run the job, the API and a replay of the mixed scenario until Ctrl-C",
-        description=__doc__,
+        description=plain_text(__doc__),
     )
     parser.add_argument("--speed", type=float, default=10.0, help="replay speed (default 10)")
     parser.add_argument(
