@@ -12,7 +12,7 @@ import orjson
 from routewatch.settings import load
 from streaming.settings import StreamingSettings
 
-__all__ = ["register_evaluate", "register_stream"]
+__all__ = ["configure_logging", "register_evaluate", "register_stream"]
 
 
 def register_evaluate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -78,9 +78,22 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+# py4j logs at INFO every call the JVM makes into Python ("Received command c on object id p0":
+# Spark's listener, once per batch and every ~10 s while the query is idle) and its connections
+# opening and closing: its own plumbing, not the operator's business. Its warnings still show.
+QUIET_LOGGERS = ("py4j",)
+
+
+def configure_logging() -> None:
+    """The stream job's log: routewatch's lines at INFO, with a timestamp and the logger."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _stream(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging()
     from streaming.jobs import run_stream
 
     return run_stream(settings, args.source)

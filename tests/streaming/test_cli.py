@@ -116,3 +116,5 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
     assert "routewatch.stream stream stopped" in text
     # absent state keys are read by design: Spark's warning for each is left out
     assert "doesn't contain key" not in text
+    # nor py4j's line for each call from the JVM (the listener's, every batch and while idle)
+    assert "Received command" not in text and "py4j." not in text
