@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import anyio.to_thread
 from fastapi import Depends, Request
@@ -70,17 +71,30 @@ async def get_topic_cache(request: Request) -> TopicCache:
 TopicCacheDep = Annotated[TopicCache, Depends(get_topic_cache)]
 
 
+def _takes_many(annotation: Any) -> bool:
+    """Whether a query parameter's type takes several values (``list[str]``, optional or not)."""
+    if get_origin(annotation) in (Union, UnionType):
+        return any(_takes_many(a) for a in get_args(annotation))
+    return get_origin(annotation) in (list, tuple, set, frozenset)
+
+
 async def reject_unknown_params(request: Request) -> None:
-    """Refuse query parameters the endpoint does not declare (a typo must not go unnoticed)."""
+    """Refuse query parameters the endpoint does not declare (a typo must not go unnoticed), and
+    a parameter of one value given several times (which one would count is a guess: FastAPI
+    takes the last, a proxy or another framework may take the first)."""
     route = request.scope.get("route")
     dependant = getattr(route, "dependant", None)
     if dependant is None:
         return
     known: set[str] = set()
+    many: set[str] = set()
     stack = [dependant]
     while stack:
         dep = stack.pop()
-        known.update(p.alias for p in dep.query_params)
+        for param in dep.query_params:
+            known.add(param.alias)
+            if _takes_many(param.field_info.annotation):
+                many.add(param.alias)
         stack.extend(dep.dependencies)
     unknown = sorted(set(request.query_params) - known)
     if unknown:
@@ -91,3 +105,18 @@ async def reject_unknown_params(request: Request) -> None:
             f"The query parameter {', '.join(unknown)} is not known here; the ones accepted "
             f"are: {allowed}.",
         )
+    repeated = sorted(
+        name
+        for name in set(request.query_params) - many
+        if len(request.query_params.getlist(name)) > 1
+    )
+    if len(repeated) == 1:
+        times = len(request.query_params.getlist(repeated[0]))
+        detail = f"The query parameter {repeated[0]} is given {times} times; it takes one value."
+    else:
+        detail = (
+            f"The query parameters {', '.join(repeated)} are given more than once; each takes "
+            "one value."
+        )
+    if repeated:
+        raise ProblemError(400, "Repeated query parameter", detail)

@@ -12,42 +12,20 @@ from api.access import StoreAccess
 from api.deps import SQLITE_INT_MAX, AccessDep, SettingsDep, StoreDep, reject_unknown_params
 from api.models import AlertPublic, AlertsPublic
 from api.problems import ProblemError
-from api.settings import ApiSettings
+from routewatch.alerts import AlertKind, AlertState, Severity
 from routewatch.store.views import AlertFilter, alert, alerts, decode_cursor, set_ack
 
-router = APIRouter(prefix="/alerts", tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
+# Each route names its dependencies, in the order they run. Acknowledging and silencing check
+# the token right after the query's names (refused first everywhere: a typo, a repeat) and
+# before their own parameters, so that a caller without a token is told so (403 or 401) rather
+# than about a value for an operation it may not use.
+router = APIRouter(prefix="/alerts", tags=["alerts"])
+CHECKED = [Depends(reject_unknown_params)]
 
 
-@router.get("", response_model=AlertsPublic, summary="List alerts, newest first")
-def list_alerts(
-    store: StoreDep,
-    state: Annotated[str | None, Query(pattern="^(open|resolved)$")] = None,
-    kind: str | None = None,
-    severity: Annotated[str | None, Query(pattern="^(critical|warning|info)$")] = None,
-    cluster: str | None = None,
-    topic: str | None = None,
-    broker: str | None = None,
-    since: Annotated[
-        int | None,
-        Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms: alerts active at or after"),
-    ] = None,
-    until: Annotated[
-        int | None, Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms: alerts opened before")
-    ] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
-) -> AlertsPublic:
-    f = AlertFilter(state, kind, severity, cluster, topic, broker, since, until)
-    try:
-        if cursor is not None and not 0 <= decode_cursor(cursor)[0] <= SQLITE_INT_MAX:
-            raise ValueError("the cursor is not one this API returned")
-        page, total, following = alerts(store, f, limit=limit, cursor=cursor)
-    except ValueError as exc:
-        raise ProblemError(400, "Invalid cursor", f"The cursor is invalid: {exc}.") from None
-    return AlertsPublic(data=[AlertPublic(**a) for a in page], count=total, next=following)
-
-
-def _authorize(settings: ApiSettings, authorization: str | None) -> str:
+async def require_token(
+    settings: SettingsDep, authorization: Annotated[str | None, Header()] = None
+) -> str:
     """The caller's token check: constant-time, and a sentence saying what to do on refusal.
 
     An empty ROUTEWATCH_API_TOKEN counts as unset: otherwise 'Authorization: Bearer ' would pass.
@@ -71,6 +49,40 @@ def _authorize(settings: ApiSettings, authorization: str | None) -> str:
     return "token"
 
 
+AUTHORIZED = [*CHECKED, Depends(require_token)]
+
+
+@router.get(
+    "", response_model=AlertsPublic, summary="List alerts, newest first", dependencies=CHECKED
+)
+def list_alerts(
+    store: StoreDep,
+    state: AlertState | None = None,
+    kind: AlertKind | None = None,
+    severity: Severity | None = None,
+    cluster: str | None = None,
+    topic: str | None = None,
+    broker: str | None = None,
+    since: Annotated[
+        int | None,
+        Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms: alerts active at or after"),
+    ] = None,
+    until: Annotated[
+        int | None, Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms: alerts opened before")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
+) -> AlertsPublic:
+    f = AlertFilter(state, kind, severity, cluster, topic, broker, since, until)
+    try:
+        if cursor is not None and not 0 <= decode_cursor(cursor)[0] <= SQLITE_INT_MAX:
+            raise ValueError("the cursor is not one this API returned")
+        page, total, following = alerts(store, f, limit=limit, cursor=cursor)
+    except ValueError as exc:
+        raise ProblemError(400, "Invalid cursor", f"The cursor is invalid: {exc}.") from None
+    return AlertsPublic(data=[AlertPublic(**a) for a in page], count=total, next=following)
+
+
 def _changed(access: StoreAccess, alert_id: str, **change: Any) -> AlertPublic:
     store = access.open_writable()
     try:
@@ -84,33 +96,41 @@ def _changed(access: StoreAccess, alert_id: str, **change: Any) -> AlertPublic:
     return AlertPublic(**found)
 
 
-@router.post("/{alert_id}/ack", response_model=AlertPublic, summary="Acknowledge an alert")
+@router.post(
+    "/{alert_id}/ack",
+    response_model=AlertPublic,
+    summary="Acknowledge an alert",
+    dependencies=AUTHORIZED,
+)
 def ack_alert(
-    alert_id: str,
-    settings: SettingsDep,
-    access: AccessDep,
-    authorization: Annotated[str | None, Header()] = None,
+    alert_id: str, access: AccessDep, who: Annotated[str, Depends(require_token)]
 ) -> AlertPublic:
-    who = _authorize(settings, authorization)
     return _changed(access, alert_id, acked_by=who)
 
 
-@router.post("/{alert_id}/silence", response_model=AlertPublic, summary="Silence an alert")
+@router.post(
+    "/{alert_id}/silence",
+    response_model=AlertPublic,
+    summary="Silence an alert",
+    dependencies=AUTHORIZED,
+)
 def silence_alert(
     alert_id: str,
-    settings: SettingsDep,
     access: AccessDep,
     until: Annotated[
         int,
         Query(ge=0, le=SQLITE_INT_MAX, description="epoch ms until which the alert is silenced"),
     ],
-    authorization: Annotated[str | None, Header()] = None,
 ) -> AlertPublic:
-    _authorize(settings, authorization)
     return _changed(access, alert_id, silenced_until=until)
 
 
-@router.get("/{alert_id}", response_model=AlertPublic, summary="One alert, with its evidence")
+@router.get(
+    "/{alert_id}",
+    response_model=AlertPublic,
+    summary="One alert, with its evidence",
+    dependencies=CHECKED,
+)
 def get_alert(alert_id: str, store: StoreDep) -> AlertPublic:
     found = alert(store, alert_id)
     if found is None:

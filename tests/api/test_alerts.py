@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from fastapi.testclient import TestClient
 
+from routewatch.alerts import ALERT_KINDS
 from tests.support.traces import expected, shape
 
 pytestmark = pytest.mark.spark
@@ -82,6 +83,12 @@ def test_one_alert_has_its_evidence_and_remedy(client: TestClient) -> None:
     [
         ("/alerts/nope", 404, "There is no alert with id nope."),
         ("/alerts?limit=1001", 422, "The parameter limit is invalid"),
+        ("/alerts?state=nope", 422, "The parameter state is invalid: Input should be 'open'"),
+        ("/alerts?severity=x", 422, "The parameter severity is invalid: Input should be"),
+        ("/alerts?kind=NOPE", 422, "The parameter kind is invalid: Input should be"),
+        ("/alerts?state=open&state=resolved", 400, "The query parameter state is given 2 times"),
+        ("/alerts?kind=AT_RISK&state=open&kind=AT_RISK", 400, "The query parameter kind is given"),
+        ("/topics?limit=1&limit=2", 400, "The query parameter limit is given 2 times"),
         ("/alerts?stat=open", 400, "The query parameter stat is not known here"),
         ("/alerts?cursor=zzz", 400, "The cursor is invalid"),
         ("/nowhere", 404, "There is no resource at /nowhere."),
@@ -97,6 +104,21 @@ def test_errors_are_problem_json_with_one_sentence(
     assert response.json()["status"] == status
     assert response.json()["detail"].startswith(sentence)
     assert "Traceback" not in response.text
+
+
+def test_an_unknown_kind_is_refused_naming_every_valid_kind(client: TestClient) -> None:
+    detail = client.get("/alerts?kind=NOPE").json()["detail"]
+
+    assert [kind for kind in ALERT_KINDS if f"'{kind}'" not in detail] == []
+
+
+def test_several_repeated_parameters_are_named_together(client: TestClient) -> None:
+    response = client.get("/alerts?state=open&kind=AT_RISK&state=open&kind=AT_RISK&limit=5")
+
+    assert response.status_code == 400
+    assert response.json()["detail"] == (
+        "The query parameters kind, state are given more than once; each takes one value."
+    )
 
 
 def test_concurrent_requests_are_all_answered(client: TestClient) -> None:

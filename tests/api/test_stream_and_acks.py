@@ -73,6 +73,35 @@ def test_ack_and_silence_are_refused_without_a_configured_token(writable: Path) 
     )
 
 
+@pytest.mark.parametrize("url", ["/ack", "/silence", "/silence?until=soon", "/silence?until=-1"])
+def test_a_disabled_ack_or_silence_is_refused_before_its_parameters_are_read(
+    writable: Path, url: str
+) -> None:
+    client = TestClient(create_app(load(ApiSettings, data_dir=writable)))
+    alert_id = client.get("/alerts").json()["data"][0]["id"]
+
+    response = client.post(f"/alerts/{alert_id}{url}")
+
+    assert response.status_code == 403, response.json()
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["detail"].startswith("Acknowledging and silencing are disabled")
+
+
+def test_the_token_is_checked_before_the_parameters(writable: Path) -> None:
+    client = TestClient(create_app(load(ApiSettings, data_dir=writable, api_token="s3cret")))
+    alert_id = client.get("/alerts").json()["data"][0]["id"]
+    token = {"Authorization": "Bearer s3cret"}
+
+    missing = client.post(f"/alerts/{alert_id}/silence")
+    wrong = client.post(f"/alerts/{alert_id}/silence?until=soon", headers={"Authorization": "x"})
+    no_until = client.post(f"/alerts/{alert_id}/silence", headers=token)
+    bad_until = client.post(f"/alerts/{alert_id}/silence?until=soon", headers=token)
+
+    assert (missing.status_code, wrong.status_code) == (401, 401)
+    assert (no_until.status_code, bad_until.status_code) == (422, 422)
+    assert no_until.json()["detail"] == "The parameter until is invalid: Field required."
+
+
 def test_ack_and_silence_need_the_right_bearer_token(writable: Path) -> None:
     client = TestClient(create_app(load(ApiSettings, data_dir=writable, api_token="s3cret")))
     alert_id = client.get("/alerts?kind=BROKER_EXPIRED").json()["data"][0]["id"]
