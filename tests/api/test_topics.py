@@ -4,6 +4,7 @@ job wrote: SQLite (the demo scenario) and PostgreSQL (two scenarios, a cluster e
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,7 +164,14 @@ def test_the_summary_is_built_once_per_batch_and_again_after_a_new_batch(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     settings = load(StreamingSettings, data_dir=tmp_path, trigger_interval_s=0.1)
-    write_trace(on_clusters({"First": "broker-dies"}, 1), settings.spool_dir / "1.jsonl")
+    first = on_clusters({"First": "broker-dies"}, 1)
+    # One clock for the whole stream: the second cluster's events follow the first's (earlier
+    # ones would be late), and only for 10 s, which expires none of the first's brokers.
+    later = on_clusters({"Second": "broker-dies"}, 2)
+    begin = later[0].ts
+    shift = first[-1].ts + 1_000 - begin
+    later = [dataclasses.replace(e, ts=e.ts + shift) for e in later if e.ts < begin + 10_000]
+    write_trace(first, settings.spool_dir / "1.jsonl")
     query = start_stream(spark, settings, "spool")
     try:
         query.processAllAvailable()
@@ -173,7 +181,7 @@ def test_the_summary_is_built_once_per_batch_and_again_after_a_new_batch(
             client.get("/metrics")
             assert _cache(client).builds == 1  # one store version: one summary, shared
 
-            write_trace(on_clusters({"Second": "broker-dies"}, 2), settings.spool_dir / "2.jsonl")
+            write_trace(later, settings.spool_dir / "2.jsonl")
             query.processAllAvailable()
             after = client.get("/topics?limit=1000").json()
             second = client.get("/topics?cluster=Second&limit=1000").json()

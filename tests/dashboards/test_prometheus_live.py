@@ -4,6 +4,7 @@ and the critical alerting rules go pending or firing."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -35,9 +36,13 @@ CLUSTERS = {
     "Refusing": "restarted-auto-create-off-stale-tbw102",  # a broker refuses sends
     "Expiring": "broker-dies",  # a topic that lived on the dying broker only loses every route
 }
-# The Refusing cluster's sends are refused 6-30 s into its scenario: at 5x, over 5 s of wall
-# time, so that Prometheus scrapes its send counters before the last refusal is counted (a
-# counter first seen at its final value has no rate).
+# The Refusing cluster's sends are refused 6-30 s into its scenario. A counter first seen at its
+# final value has no rate, so Prometheus must see them at 0 first: the trace's first seconds
+# (before any refusal) go into the spool before the job starts, and the rest is replayed, at 5x,
+# only once Prometheus has scraped every cluster's send counters at 0. (The job's first batch
+# may take longer than the refusals' 5 s of wall time at 5x, and a batch whose events are all
+# held by the lateness bound writes no cluster yet.)
+HEAD_MS = 5_000
 SPEED = 5
 RATE_INTERVAL = "10s"  # what Grafana's $__rate_interval is at a 1 s scrape interval
 BAD_LINES = "{broken\nnot json either\n"
@@ -82,8 +87,14 @@ FIRING = {
 }
 
 
-def _mixed_trace(path: Path) -> int:
-    return write_trace(on_clusters(CLUSTERS, first_seed=1), path)
+def _mixed_trace(head: Path, rest: Path) -> None:
+    """The trace, starting now, in two parts: its first ``HEAD_MS``, and the rest."""
+    events = on_clusters(CLUSTERS, first_seed=1)
+    shift = int(time.time() * 1000) - events[0].ts
+    events = [dataclasses.replace(e, ts=e.ts + shift) for e in events]
+    cut = next(i for i, e in enumerate(events) if e.ts >= events[0].ts + HEAD_MS)
+    write_trace(events[:cut], head)
+    write_trace(events[cut:], rest)
 
 
 @pytest.fixture
@@ -137,21 +148,26 @@ def test_every_panel_lights_up_for_its_scenario(
     board = grafana.load(DASHBOARD_FILE)
     assert {(t.panel, t.ref) for t in grafana.targets(board)} == set(LIT)
     settings = load(StreamingSettings, data_dir=tmp_path, trigger_interval_s=0.5)
-    trace = tmp_path / "mixed.jsonl"
-    _mixed_trace(trace)
-    # Prometheus scrapes the API before any event is read: each cluster's send counters then
-    # appear at 0 with its first batch, before its first refused send.
+    rest = tmp_path / "rest.jsonl"
+    _mixed_trace(settings.spool_dir / "head.jsonl", rest)  # the head is there when the job starts
     wait_for(lambda: prometheus.scraped("routewatch"), 60, "Prometheus scraping the API")
     start = time.time()
     query = start_stream(spark, settings, "spool")
-    replay = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "routewatch.cli", "replay", str(trace), "--to", "spool"),
-            *("--speed", str(SPEED), "--rebase-time", "now", "--quiet"),
-        ],
-        env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)},
-    )
+    replay: subprocess.Popen[bytes] | None = None
+
+    def refusals_seen_at_zero() -> bool:
+        seen = prometheus.query('routewatch_sends_total{status="TOPIC_NOT_EXIST"} == 0')
+        return {s["metric"]["cluster"] for s in seen} >= set(CLUSTERS)
+
     try:
+        wait_for(refusals_seen_at_zero, 180, "Prometheus seeing every cluster's sends at 0")
+        replay = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "routewatch.cli", "replay", str(rest), "--to", "spool"),
+                *("--speed", str(SPEED), "--quiet"),
+            ],
+            env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)},
+        )
         # Bad input after Prometheus has seen the quarantine counters at 0, so it sees the rise.
         wait_for(
             lambda: bool(prometheus.query("sum(routewatch_events_total) > 0")),
@@ -184,5 +200,6 @@ def test_every_panel_lights_up_for_its_scenario(
         alerts = prometheus.query_range("ALERTS", start, time.time())
         assert {s["metric"]["alertname"] for s in alerts} >= FIRING
     finally:
-        stop(replay)
+        if replay is not None:
+            stop(replay)
         query.stop()
