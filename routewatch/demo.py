@@ -1,9 +1,9 @@
 """``routewatch demo``: the streaming job, the API and a replay of the mixed scenario, together.
 
 It runs the other commands as child processes (the core imports none of their packages), in a
-data directory of its own (``<data dir>/demo``, emptied at start), prints where to look and the
-alerts as they open and resolve, and on Ctrl-C or SIGTERM stops every process it started, by PID,
-and says so.
+data directory of its own (``<data dir>/demo``, emptied at start), prints where to look and every
+alert change the store records (opened, updated, resolved), and on Ctrl-C or SIGTERM stops every
+process it started, by PID, and says so.
 """
 
 from __future__ import annotations
@@ -107,12 +107,35 @@ def _api_up(url: str) -> bool:
         return False
 
 
-def _alert_line(alert: dict[str, Any]) -> str:
+def _alert_line(change: str, alert: dict[str, Any]) -> str:
     where = alert["topic"] or f"{alert['broker']}/{alert['broker_id']}"
     return (
-        f"  {alert['state']:8s} {alert['severity']:8s} {alert['kind']:18s} "
+        f"  {change:8s} {alert['severity']:8s} {alert['kind']:18s} "
         f"{alert['cluster']}/{where:14s} {alert['summary']}"
     )
+
+
+@dataclass
+class _AlertChanges:
+    """The store's alert log, printed entry by entry: every alert opened and resolved, and an
+    update when it changes what the line shows (severity or summary; an update of the evidence
+    alone is left out). Reading the log, not the alerts' current state, shows an alert that
+    opened and resolved between two reads (AT_RISK in the demo) as both."""
+
+    after: int = 0  # the last log entry read
+    shown: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> severity, summary
+
+    def lines(self, entries: list[dict[str, Any]]) -> list[str]:
+        out = []
+        for entry in entries:
+            self.after = max(self.after, entry["seq"])
+            alert, change = entry["alert"], entry["change"]
+            looks = (alert["severity"], alert["summary"])
+            if change == "updated" and self.shown.get(alert["id"]) == looks:
+                continue
+            self.shown[alert["id"]] = looks
+            out.append(_alert_line(change, alert))
+        return out
 
 
 def _fresh(root: Path) -> None:
@@ -190,7 +213,10 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
             time.sleep(0.2)
         if stopping:
             return 0
-        print(f"    open alerts:  curl -s '{url}/alerts?state=open'")
+        print(
+            f"    all alerts:   curl -s '{url}/alerts'   (open and resolved: the scenario ends "
+            "with 4, AT_RISK resolved early on; add ?state=open for the 3 that stay open)"
+        )
         print(f"    live changes: curl -sN {url}/alerts/stream")
         print(f"    metrics:      curl -s {url}/metrics")
         replay = children.start(
@@ -205,7 +231,10 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
             f"==> replaying {SCENARIO} at {args.speed:g}x (PID {replay.pid}): healthy topics, a "
             "topic stuck on one broker, a client with no NameServer address, a broker that dies"
         )
-        print("==> alerts as they open and resolve (Ctrl-C stops everything):")
+        print(
+            "==> every alert change as the store records it: opened, updated, resolved "
+            "(Ctrl-C stops everything):"
+        )
         _watch(children, root, replay, stopping)
     finally:
         print(f"==> stopping {len(children.started)} process(es)...", flush=True)
@@ -216,35 +245,38 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
 def _watch(
     children: _Children, root: Path, replay: subprocess.Popen[bytes], stopping: list[int]
 ) -> None:
-    """Print alert changes and a progress line every few seconds, until a signal arrives."""
-    shown: dict[str, tuple[str, int]] = {}
+    """Print every alert change and a progress line every few seconds, until a signal."""
+    changes = _AlertChanges()
     store_url = f"sqlite:///{root / 'routewatch.db'}"
     last_status = 0.0
     replay_done = False
     while not stopping:
         children.check()
-        alerts: list[dict[str, Any]] = []
+        entries: list[dict[str, Any]] = []
         batches = 0
+        states: dict[str, int] = {}
         if (root / "routewatch.db").exists():
             try:
                 store = open_store(store_url, readonly=True)
                 try:
-                    alerts = store.alerts()
+                    entries = store.alert_log(after=changes.after)
                     batches = int(store.db.execute("SELECT COUNT(*) FROM batches").fetchone()[0])
+                    rows = store.db.execute("SELECT state, COUNT(*) FROM alerts GROUP BY state")
+                    states = {str(state): int(n) for state, n in rows}
                 finally:
                     store.close()
             except (StoreUnavailableError, sqlite3.Error):
                 pass  # not created or migrated yet, or busy: next second
-        for alert in alerts:
-            version = (alert["state"], alert["updated_at"])
-            if shown.get(alert["id"], ("", 0))[0] != alert["state"]:
-                print(_alert_line(alert), flush=True)
-            shown[alert["id"]] = version
+        for line in changes.lines(entries):
+            print(line, flush=True)
         if replay.poll() is not None and not replay_done:
             replay_done = True
             print(f"==> replay finished (status {replay.returncode}); the job and API keep running")
         if time.monotonic() - last_status > 10:
             last_status = time.monotonic()
-            opened = sum(a["state"] == "open" for a in alerts)
-            print(f"    [{batches} micro-batches stored, {opened} alert(s) open]", flush=True)
+            print(
+                f"    [{batches} micro-batches stored, {states.get('open', 0)} alert(s) open, "
+                f"{states.get('resolved', 0)} resolved]",
+                flush=True,
+            )
         time.sleep(1)

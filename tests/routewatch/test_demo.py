@@ -1,5 +1,6 @@
 """``routewatch demo`` runs the job, the API and the replay; the API lists the scenario's alerts
-within 3 minutes, and Ctrl-C stops every process it started."""
+within 3 minutes, the demo prints every alert change the store records, and Ctrl-C stops every
+process it started."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from routewatch.store import open_store
 from tests.support.processes import (
     free_port,
     group_alive,
@@ -43,8 +45,26 @@ def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
             return sorted(shape(a) for a in body.get("data", [])) == expected("demo-mixed")
 
         wait_for(listed, 180, "the API listing demo-mixed's alerts", interval=1)
+
+        def printed_every_change() -> bool:
+            store = open_store(f"sqlite:///{tmp_path / 'demo' / 'routewatch.db'}", readonly=True)
+            try:
+                log = store.alert_log()
+            finally:
+                store.close()
+            lines = [line.split()[:3] for line in (tmp_path / "demo.out").read_text().splitlines()]
+            return all(
+                [e["change"], e["alert"]["severity"], e["alert"]["kind"]] in lines
+                for e in log
+                if e["change"] != "updated"
+            )
+
+        # AT_RISK opens and resolves within a second or two: both are printed
+        wait_for(printed_every_change, 30, "the demo printing every alert opened and resolved")
         text = (tmp_path / "demo.out").read_text()
-        assert f"curl -s '{url}/alerts?state=open'" in text and f"{url}/metrics" in text
+        assert "  opened   warning  AT_RISK" in text and "  resolved warning  AT_RISK" in text
+        # the hint lists all alerts, as the README says: four, one of them resolved
+        assert f"curl -s '{url}/alerts'" in text and f"{url}/metrics" in text
         pids = [
             int(line.split("(PID ")[1].split(")")[0])
             for line in text.splitlines()
