@@ -138,6 +138,18 @@ class _AlertChanges:
         return out
 
 
+def clocks_line(speed: float) -> str:
+    """What the alerts' times are, in one line: event time (the trace's clock, which the replay
+    starts now and runs ``speed`` times as fast as the wall clock: compressing the trace's gaps
+    would change its alerts) and the wall clock of detection."""
+    pace = "as fast as" if speed == 1 else f"{speed:g}x as fast as"
+    return (
+        f"    clocks: opened_at and resolved_at are event time, the trace's own clock (it starts "
+        f"now and runs {pace} the wall clock at this speed); detected_at is the wall clock when "
+        "routewatch stored the alert"
+    )
+
+
 def _fresh(root: Path) -> None:
     """The demo's own directory, emptied: a store and checkpoint from a previous demo would mix
     its alerts with this one's."""
@@ -231,6 +243,7 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
             f"==> replaying {SCENARIO} at {args.speed:g}x (PID {replay.pid}): healthy topics, a "
             "topic stuck on one broker, a client with no NameServer address, a broker that dies"
         )
+        print(clocks_line(args.speed))
         print(
             "==> every alert change as the store records it: opened, updated, resolved "
             "(Ctrl-C stops everything):"

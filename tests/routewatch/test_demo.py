@@ -65,6 +65,7 @@ def test_demo_lists_the_alerts_within_3_minutes_and_stops_everything_on_ctrl_c(
         assert "  opened   warning  AT_RISK" in text and "  resolved warning  AT_RISK" in text
         # the hint lists all alerts, as the README says: four, one of them resolved
         assert f"curl -s '{url}/alerts'" in text and f"{url}/metrics" in text
+        assert "opened_at and resolved_at are event time" in text  # and detected_at wall clock
         pids = [
             int(line.split("(PID ")[1].split(")")[0])
             for line in text.splitlines()

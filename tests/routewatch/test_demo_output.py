@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from routewatch.demo import _AlertChanges
+from routewatch.demo import _AlertChanges, clocks_line
 
 
 def _entry(seq: int, change: str, kind: str, **alert: Any) -> dict[str, Any]:
@@ -53,3 +53,12 @@ def test_a_broker_alert_names_the_broker() -> None:
     [line] = _AlertChanges().lines([entry])
 
     assert "DefaultCluster/broker-c/0" in line
+
+
+def test_the_clocks_are_said_in_one_line() -> None:
+    line = clocks_line(10)
+
+    assert "\n" not in line
+    assert "opened_at and resolved_at are event time" in line and "10x as fast as" in line
+    assert "detected_at is the wall clock" in line
+    assert "10x" not in clocks_line(1) and "runs as fast as the wall clock" in clocks_line(1)
