@@ -27,8 +27,10 @@ def test_every_setting_is_in_the_operations_guide(settings: type[Settings]) -> N
 
 # Only `.ci/install --test` installs what the tests and benchmarks need beyond the virtualenv.
 TEST_TOOLS = ("kafka", "prometheus", "promtool", "postgres")
-HINT_PLACES = ("README.md", "docs", "routewatch", "emitter", "streaming", "api", "dashboards")
-HINT_PLACES += ("benchmarks", "tests/support")
+HINT_PLACES = (
+    *("README.md", "docs", "routewatch", "emitter", "streaming", "api", "dashboards"),
+    *("benchmarks", "tests/support"),
+)
 
 
 def test_every_install_hint_for_the_test_tools_names_the_command_that_installs_them() -> None:
