@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.group import GroupedData
 
 from streaming.processor import CHANGES_SCHEMA, STREAM_KEY, StreamProcessor
-from streaming.read import read_events
+from streaming.read import pack_events, read_events
 
 __all__ = ["by_stream", "changes", "file_lines", "kafka_lines", "track_clusters"]
 
@@ -49,18 +49,11 @@ def kafka_lines(records: DataFrame) -> DataFrame:
 
 def by_stream(events: DataFrame) -> GroupedData:
     """Events grouped for the stateful stage: all in one group (:data:`STREAM_KEY`), bad input
-    included, since the stream has one clock."""
-    return events.select(
-        F.lit(STREAM_KEY).alias("stream"),
-        "cluster",
-        "arrival",
-        "event_id",
-        "ts",
-        "seq",
-        "value",
-        "reason",
-        "detail",
-    ).groupBy("stream")
+    included, since the stream has one clock; packed a few thousand to a row
+    (:func:`streaming.read.pack_events`)."""
+    return pack_events(events).select(F.lit(STREAM_KEY).alias("stream"), "events").groupBy(
+        "stream"
+    )
 
 
 def track_clusters(

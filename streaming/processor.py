@@ -54,6 +54,7 @@ from streaming.engine.state import (
 )
 from streaming.engine.stream import Arrival, Clock, StreamEngine
 from streaming.held_rows import pack, unpack
+from streaming.read import unpack_chunks
 
 __all__ = [
     "CHANGES_SCHEMA",
@@ -200,23 +201,21 @@ class StreamProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        frame = pd.concat(list(rows), ignore_index=True).sort_values("arrival", kind="stable")
+        events = unpack_chunks([bytes(c) for frame in rows for c in frame["events"]])
         self.buckets: dict[str, tuple[_Buckets, _Buckets]] = {}
-        bad = frame["reason"].notna()
-        if bad.any():
-            yield _bad_input(frame[bad])
-        good = frame[~bad]
-        arrivals: list[Arrival] = [
-            (dedupe_id(cluster, eid), int(ts), None if pd.isna(seq) else int(seq), str(value))
-            for cluster, eid, ts, seq, value in zip(
-                good["cluster"],
-                good["event_id"],
-                good["ts"],
-                good["seq"],
-                good["value"],
-                strict=True,
-            )
-        ]
+        columns = events.select(
+            ["cluster", "event_id", "ts", "seq", "value", "reason", "detail"]
+        ).to_pydict()
+        arrivals: list[Arrival] = []
+        bad: list[Row] = []
+        for cluster, eid, ts, seq, value, reason, detail in zip(*columns.values(), strict=True):
+            if reason is None:
+                arrivals.append((dedupe_id(cluster, eid), ts, seq, value))
+            else:
+                payload = {"raw": value, "reason": reason, "detail": detail}
+                bad.append((cluster, "bad", reason, None, orjson.dumps(payload).decode()))
+        if bad:
+            yield _frame(bad)
         intake, seen_keys = self._load_intake(arrivals)
         data = self.entries.get(CLOCK)
         clock = Clock.from_json(orjson.loads(data)) if data else Clock()
@@ -337,25 +336,6 @@ Row = tuple[str | None, str, str, int | None, str]
 def _frame(rows: list[Row]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["cluster", "kind", "key", "at", "payload"]).astype(
         {"at": "Int64"}
-    )
-
-
-def _bad_input(frame: pd.DataFrame) -> pd.DataFrame:
-    """Bad input -> ``bad`` change rows carrying the raw text, reason and detail (and the
-    cluster the line named, if it named one)."""
-    return _frame(
-        [
-            (
-                None if pd.isna(cluster) else str(cluster),
-                "bad",
-                str(reason),
-                None,
-                orjson.dumps({"raw": value, "reason": reason, "detail": detail}).decode(),
-            )
-            for cluster, reason, detail, value in zip(
-                frame["cluster"], frame["reason"], frame["detail"], frame["value"], strict=True
-            )
-        ]
     )
 
 
