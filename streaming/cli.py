@@ -55,7 +55,7 @@ def register_stream(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 def _evaluate(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
     from streaming.jobs import check_readable, evaluate_traces
-    from streaming.session import spark_session
+    from streaming.session import spark_session, stop_session
 
     for path in args.traces:
         check_readable(path)  # before starting Spark
@@ -65,7 +65,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     try:
         results = evaluate_traces(spark, list(args.traces), settings)
     finally:
-        spark.stop()
+        stop_session(spark)
     if args.json:
         sys.stdout.write(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0

@@ -25,7 +25,7 @@ from streaming.kafka_source import KafkaDataSource
 from streaming.pipeline import changes, file_lines, kafka_lines
 from streaming.processor import STATE_LAYOUT
 from streaming.progress import QueryEvents, add_query_events
-from streaming.session import set_log_level, spark_session
+from streaming.session import set_log_level, spark_session, stop_session
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name, store_writer
 
@@ -310,5 +310,5 @@ def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
             raise RoutewatchError(f"the stream job failed: {first}") from None
         log.warning("the query did not stop cleanly (%s); the next start resumes it", first)
     finally:
-        spark.stop()
+        stop_session(spark)
     return 0

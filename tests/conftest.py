@@ -16,13 +16,13 @@ from tests.support.postgres import Postgres, running_postgres
 def spark() -> Iterator[object]:
     """A local[2] Spark session: UI off, UTC, 2 shuffle partitions, RocksDB state store."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from streaming.session import spark_session
+    from streaming.session import spark_session, stop_session
 
     session = spark_session("local[2]", "routewatch-tests")
     try:
         yield session
     finally:
-        session.stop()
+        stop_session(session)  # queries, state stores, then the session
 
 
 @pytest.fixture(scope="session")

@@ -118,3 +118,5 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
     assert "doesn't contain key" not in text
     # nor py4j's line for each call from the JVM (the listener's, every batch and while idle)
     assert "Received command" not in text and "py4j." not in text
+    # stopped in the order Spark expects: no state-store maintenance after the session
+    assert "SparkEnv not active" not in text
