@@ -34,5 +34,7 @@ class ApiSettings(Settings):
     ready_max_batch_age_s: float = Field(
         default=120.0,
         gt=0,
-        description="/readyz fails when the stream job's last batch is older than this.",
+        description="/readyz fails when the stream job has reported no progress (a batch, or "
+        "Spark's idle report every 10 s) for longer than this, or left input unread after each "
+        "batch for longer than this.",
     )

@@ -83,9 +83,22 @@ def evaluate_traces(
     return out
 
 
+def _left_input_unread(progress: dict[str, Any]) -> bool:
+    """Whether a batch ended before the input its sources had: a source that reports its
+    latest offset (Spark's Kafka source, routewatch's) reported one past the batch's end, as
+    when a cap per batch (``ROUTEWATCH_KAFKA_MAX_OFFSETS_PER_TRIGGER``) holds a backlog back.
+    A source that reports none (the spool's file source) counts as read to its end."""
+    return any(
+        source.get("latestOffset") is not None
+        and source.get("latestOffset") != source.get("endOffset")
+        for source in progress.get("sources") or []
+    )
+
+
 class _ProgressLog:
     """One log line per batch (input rows, duration, event-time lag) and the batch's figures
-    in the store, for every routewatch query of one Spark session.
+    in the store, for every routewatch query of one Spark session; and each report, a batch's
+    or Spark's idle one, as the job's last sign of life (``jobs``, which ``/readyz`` reads).
 
     One listener per session (:func:`progress_log`), not one per query: Spark calls every
     listener of a session with every query's events, each call a py4j round trip on Spark's
@@ -111,7 +124,9 @@ class _ProgressLog:
         try:
             store = Store(store_url)  # the job migrated it at start
             try:
-                store.record_progress(job, batch_id, input_rows, duration)
+                store.record_progress(
+                    job, batch_id, input_rows, duration, behind=_left_input_unread(p)
+                )
                 times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
             finally:
                 store.close()
@@ -128,6 +143,22 @@ class _ProgressLog:
             lag,
         )
 
+    def idle(self, query_id: str) -> None:
+        """Spark's report that the query is idle (every 10 s while it finds nothing to read):
+        a write of one row, so that an idle job still shows as alive. Not logged."""
+        target = self.queries.get(query_id)
+        if target is None:
+            return
+        store_url, job = target
+        try:
+            store = Store(store_url)
+            try:
+                store.record_idle(job)
+            finally:
+                store.close()
+        except StoreUnavailableError as exc:
+            log.warning("idle report not recorded: %s", exc)
+
     def terminated(self, query_id: str, exception: str | None) -> None:
         if self.queries.pop(query_id, None) is None:
             return
@@ -142,7 +173,7 @@ def progress_log(spark: SparkSession) -> _ProgressLog:
     listener = _PROGRESS_LOGS.get(spark)
     if listener is None:
         listener = _PROGRESS_LOGS[spark] = _ProgressLog()
-        add_query_events(spark, QueryEvents(listener.progress, listener.terminated))
+        add_query_events(spark, QueryEvents(listener.progress, listener.terminated, listener.idle))
     return listener
 
 

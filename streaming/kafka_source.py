@@ -126,6 +126,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.cap = int(cap) if cap else None
         self.fail_on_data_loss = options.get("failondataloss", "true").lower() != "false"
         self._client: _Client | None = None
+        self._latest: dict[str, Any] | None = None  # the topic's end, as last seen
 
     @property
     def client(self) -> _Client:
@@ -156,9 +157,16 @@ class KafkaStreamReader(DataSourceStreamReader):
             if p not in begin:
                 begin[p] = self.client.offsets(self.topic, "earliest").get(p, 0)
         latest = {p: max(o, begin.get(p, 0)) for p, o in latest.items()}
+        self._latest = self._offset(latest)
         if isinstance(limit, ReadMaxRows):
             latest = share_cap(begin, latest, limit.max_rows)
         return self._offset(latest)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The topic's end when the batch was planned, whatever the cap let in: Spark puts it
+        in the batch's progress (``latestOffset``), where a batch that ended before it shows
+        that records wait (the job is behind; ``/readyz``)."""
+        return self._latest
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         begin, finish = self._parse(start), self._parse(end)

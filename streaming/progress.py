@@ -28,17 +28,22 @@ JAVA_LISTENER = "org.apache.spark.sql.streaming.PythonStreamingQueryListener"
 
 class QueryEvents:
     """Calls ``on_progress`` with each batch's progress (Spark's ``StreamingQueryProgress``
-    as the dict of its JSON: ``id``, ``batchId``, ``numInputRows``, ``durationMs``, ...) and
-    ``on_terminated`` with a stopped query's id and its failure (None when it stopped
-    normally). Spark calls both on its listener thread, for every query of the session."""
+    as the dict of its JSON: ``id``, ``batchId``, ``numInputRows``, ``durationMs``,
+    ``sources``, ...), ``on_idle`` (if given) with the id of a query that is idle — Spark
+    reports it every ``spark.sql.streaming.noDataProgressEventInterval`` (10 s) while a query
+    finds nothing to read, in place of a progress report — and ``on_terminated`` with a
+    stopped query's id and its failure (None when it stopped normally). Spark calls them on its
+    listener thread, for every query of the session."""
 
     def __init__(
         self,
         on_progress: Callable[[dict[str, Any]], None],
         on_terminated: Callable[[str, str | None], None],
+        on_idle: Callable[[str], None] | None = None,
     ) -> None:
         self.on_progress = on_progress
         self.on_terminated = on_terminated
+        self.on_idle = on_idle
 
     def onQueryStarted(self, jevent: Any) -> None:
         pass
@@ -47,7 +52,8 @@ class QueryEvents:
         self.on_progress(orjson.loads(jevent.progress().json()))
 
     def onQueryIdle(self, jevent: Any) -> None:
-        pass
+        if self.on_idle is not None:
+            self.on_idle(str(jevent.id().toString()))
 
     def onQueryTerminated(self, jevent: Any) -> None:
         exception = jevent.exception()

@@ -1,8 +1,10 @@
-"""``/healthz`` (the process is up) and ``/readyz`` (the store answers, the job is recent)."""
+"""``/healthz`` (the process is up) and ``/readyz`` (the store answers, the job is alive and
+keeping up)."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
@@ -22,7 +24,7 @@ def healthz() -> Health:
 @router.get(
     "/readyz",
     response_model=Health,
-    summary="The store answers and the job is recent",
+    summary="The store answers, and the stream job is alive and keeping up",
     responses={503: {"model": Health}},
 )
 def readyz(settings: SettingsDep, access: AccessDep) -> JSONResponse:
@@ -31,23 +33,38 @@ def readyz(settings: SettingsDep, access: AccessDep) -> JSONResponse:
         store = access.open(timeout_s=2.0)
         try:
             with access.reading():
-                row = store.db.execute("SELECT MAX(written_at) FROM batches").fetchone()
+                jobs = store.jobs()
         finally:
             store.close()
         checks["store"] = "ok"
-        last = row[0]
-        age = None if last is None else time.time() - last / 1000
-        if age is None:
-            checks["stream_job"] = "the stream job has not written a batch yet"
-        elif age > settings.ready_max_batch_age_s:
-            checks["stream_job"] = (
-                f"the stream job's last batch is {age:.0f} s old "
-                f"(more than {settings.ready_max_batch_age_s:.0f} s)"
-            )
-        else:
-            checks["stream_job"] = "ok"
+        checks["stream_job"] = job_check(jobs, time.time() * 1000, settings.ready_max_batch_age_s)
     except (StoreUnavailableError, OSError) as exc:
         checks["store"] = str(exc).rstrip(".")
     ready = all(v == "ok" for v in checks.values()) and "stream_job" in checks
     body = Health(status="ok" if ready else "not ready", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+
+
+def job_check(jobs: list[dict[str, Any]], now_ms: float, max_age_s: float) -> str:
+    """``ok`` when the job that reported last (the store's ``jobs``, latest first) is alive —
+    it reported progress, a batch's or Spark's idle report, within ``max_age_s`` — and keeps up:
+    its batches have not left input unread for longer than that. Else what is wrong, in a
+    phrase. Whether input still arrives is not asked: an idle job is ready (the input's age and
+    RoutewatchInputStalled tell a stalled input)."""
+    if not jobs:
+        return "the stream job has not reported progress yet"
+    job = jobs[0]
+    silent_s = (now_ms - job["reported_at"]) / 1000
+    if silent_s > max_age_s:
+        return (
+            f"the stream job has reported no progress for {silent_s:.0f} s (more than "
+            f"{max_age_s:.0f} s): it is stopped, or stuck in a batch"
+        )
+    if job["behind_since"] is not None:
+        behind_s = (now_ms - job["behind_since"]) / 1000
+        if behind_s > max_age_s:
+            return (
+                f"the stream job has left input unread after each batch for {behind_s:.0f} s "
+                f"(more than {max_age_s:.0f} s): it is not keeping up"
+            )
+    return "ok"

@@ -139,4 +139,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         UPDATE clusters SET input_at = updated_at;
         """,
     ),
+    (
+        4,
+        # Each job's last progress report (wall clock, ms): a batch's, or Spark's report that
+        # the query is idle (every 10 s while there is nothing to read), and since when its
+        # batches have left input unread (NULL: it read everything there was). /readyz reads
+        # them. A store written before starts from each job's last batch.
+        """
+        CREATE TABLE jobs (
+            job TEXT PRIMARY KEY,
+            reported_at BIGINT NOT NULL,
+            behind_since BIGINT
+        );
+        INSERT INTO jobs (job, reported_at) SELECT job, MAX(written_at) FROM batches GROUP BY job;
+        """,
+    ),
 ]

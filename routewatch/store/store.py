@@ -191,19 +191,27 @@ class Store:
         return True
 
     def record_progress(
-        self, job: str, batch_id: int, input_rows: int, duration_ms: int
+        self, job: str, batch_id: int, input_rows: int, duration_ms: int, behind: bool = False
     ) -> int | None:
         """The query's own figures for a batch (from its progress report), with the event-time
-        lag at that moment (wall clock minus the newest stream time); returns the lag."""
+        lag at that moment (wall clock minus the newest stream time); returns the lag. The
+        job's report time is now, and it is ``behind`` when the batch left input unread."""
+        now = _now_ms()
         with self.transaction() as db:
             newest = db.execute("SELECT MAX(stream_time) FROM clusters").fetchone()[0]
-            lag = None if newest is None else _now_ms() - int(newest)
+            lag = None if newest is None else now - int(newest)
             db.execute(
                 "UPDATE batches SET input_rows = ?, duration_ms = ?, event_time_lag_ms = ? "
                 "WHERE job = ? AND batch_id = ?",
                 (input_rows, duration_ms, lag, job, batch_id),
             )
+            _report(db, job, now, behind)
         return lag
+
+    def record_idle(self, job: str) -> None:
+        """The query reported that it is idle: alive, with nothing left to read."""
+        with self.transaction() as db:
+            _report(db, job, _now_ms(), behind=False)
 
     def prune(self, keep_ms: int, now_ms: int | None = None) -> dict[str, int]:
         """Retention: delete what is older than ``keep_ms`` — quarantine and alert-log rows by
@@ -270,6 +278,23 @@ class Store:
 
     def clusters(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute("SELECT * FROM clusters ORDER BY cluster")]
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Each job's last progress report and since when it has been behind, latest first."""
+        rows = self.db.execute("SELECT * FROM jobs ORDER BY reported_at DESC, job")
+        return [dict(r) for r in rows]
+
+
+def _report(db: Connection, job: str, now: int, behind: bool) -> None:
+    """A job's progress report: when, and since when it has been behind (kept from the first
+    report that left input unread until one that did not)."""
+    db.execute(
+        "INSERT INTO jobs (job, reported_at, behind_since) VALUES (?, ?, ?) "
+        "ON CONFLICT (job) DO UPDATE SET reported_at = excluded.reported_at, behind_since = "
+        "CASE WHEN excluded.behind_since IS NULL THEN NULL "
+        "ELSE COALESCE(jobs.behind_since, excluded.behind_since) END",
+        (job, now, now if behind else None),
+    )
 
 
 def _alert(row: Any) -> dict[str, Any]:

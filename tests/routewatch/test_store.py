@@ -61,8 +61,8 @@ def test_migrations_are_applied_once(store_url: str) -> None:
     first = open_store(store_url)
     again = open_store(store_url)
 
-    assert first.migrate() == again.migrate() == 3
-    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2, 3]
+    assert first.migrate() == again.migrate() == 4
+    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2, 3, 4]
 
 
 def test_a_batch_is_written_once_even_when_replayed(store: Store) -> None:
@@ -215,5 +215,62 @@ def test_a_store_from_before_input_at_starts_it_at_the_last_clock_write(
         wall_clock[0] = 3_000
         store.write_batch("job", 1, [_clock("C", 501)])
         assert store.clusters()[0]["input_at"] == 3_000
+    finally:
+        store.close()
+
+
+def _job(store: Store) -> tuple[int, int | None]:
+    [row] = store.jobs()
+    return row["reported_at"], row["behind_since"]
+
+
+def test_every_progress_report_is_the_jobs_last_sign_of_life(
+    store: Store, wall_clock: list[int]
+) -> None:
+    wall_clock[0] = 1_000
+    store.write_batch("job", 0, [_clock("C", 500)])
+    store.record_progress("job", 0, 10, 50)
+    assert _job(store) == (1_000, None)
+
+    # idle: Spark's report every 10 s while the query finds nothing to read
+    wall_clock[0] = 11_000
+    store.record_idle("job")
+    assert _job(store) == (11_000, None)
+    assert [b["batch_id"] for b in store.batches("job")] == [0]  # no batch for it
+
+    # batches that leave input unread: behind since the first of them, until one reads it all
+    for batch_id, now in ((1, 12_000), (2, 13_000)):
+        wall_clock[0] = now
+        store.write_batch("job", batch_id, [])
+        store.record_progress("job", batch_id, 100, 900, behind=True)
+    assert _job(store) == (13_000, 12_000)
+    wall_clock[0] = 14_000
+    store.write_batch("job", 3, [])
+    store.record_progress("job", 3, 40, 300)
+    assert _job(store) == (14_000, None)
+    wall_clock[0] = 15_000
+    store.record_progress("job", 4, 100, 900, behind=True)
+    wall_clock[0] = 16_000
+    store.record_idle("job")  # idle: nothing left unread
+    assert _job(store) == (16_000, None)
+
+
+def test_a_store_from_before_jobs_starts_each_from_its_last_batch(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, wall_clock: list[int]
+) -> None:
+    monkeypatch.setattr("routewatch.store.store.MIGRATIONS", MIGRATIONS[:3])
+    old = open_store(store_url)
+    for job, batch_id, now in (("a", 0, 1_000), ("a", 1, 2_000), ("b", 0, 1_500)):
+        wall_clock[0] = now
+        old.write_batch(job, batch_id, [])
+    old.close()
+    monkeypatch.setattr("routewatch.store.store.MIGRATIONS", MIGRATIONS)
+
+    store = open_store(store_url)
+    try:
+        assert [(j["job"], j["reported_at"], j["behind_since"]) for j in store.jobs()] == [
+            ("a", 2_000, None),
+            ("b", 1_500, None),
+        ]
     finally:
         store.close()

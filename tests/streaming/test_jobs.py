@@ -1,19 +1,23 @@
-"""The job's process: a stop that hangs does not keep it alive; its progress listener."""
+"""The job's process: a stop that hangs does not keep it alive; its progress listener, which
+records each report, a batch's or Spark's idle one, for /readyz."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from pyspark.sql import SparkSession
 
+from api import ApiSettings, create_app
 from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import progress_log, start_spool_stream
+from streaming.jobs import _left_input_unread, progress_log, start_spool_stream
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 from tests.support.processes import wait_for
@@ -87,3 +91,59 @@ def test_queries_of_one_session_share_one_listener_that_reports_each(
         return not progress_log(spark).queries  # each query is forgotten once it stopped
 
     wait_for(progress_of_each, 60, "each query's progress in its own store", interval=0.2)
+
+
+def _source(end: Any, latest: Any) -> dict[str, Any]:
+    return {"description": "a source", "endOffset": end, "latestOffset": latest}
+
+
+@pytest.mark.parametrize(
+    ("sources", "unread"),
+    [
+        ([], False),
+        ([_source({"logOffset": 3}, None)], False),  # the spool's file source reports none
+        ([_source({"t": {"0": 10, "1": 5}}, {"t": {"1": 5, "0": 10}})], False),
+        ([_source({"t": {"0": 10, "1": 5}}, {"t": {"0": 10, "1": 9}})], True),  # capped
+        ([_source({"logOffset": 3}, None), _source({"t": {"0": 1}}, {"t": {"0": 2}})], True),
+    ],
+)
+def test_a_batch_leaves_input_unread_when_a_source_reports_more(
+    sources: list[dict[str, Any]], unread: bool
+) -> None:
+    assert _left_input_unread({"batchId": 7, "sources": sources}) is unread
+
+
+@pytest.mark.spark
+def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_path: Path) -> None:
+    settings = load(StreamingSettings, data_dir=tmp_path, trigger_interval_s=0.1)
+    write_trace(SCENARIOS["broker-dies"].run(seed=1), settings.spool_dir / "trace.jsonl")
+    # Spark reports an idle query every 10 s by default; this one every 0.3 s
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "300ms")
+    try:
+        query = start_spool_stream(spark, settings)
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+    # ready while the job has reported within 2 s, however old its last batch
+    api = TestClient(create_app(load(ApiSettings, data_dir=tmp_path, ready_max_batch_age_s=2)))
+    try:
+        query.processAllAvailable()
+        store = open_store(settings.store_url)
+        try:
+            last_batch = max(b["written_at"] for b in store.batches(store.jobs()[0]["job"]))
+
+            def reported_since(ms: int) -> bool:
+                return bool(store.jobs()[0]["reported_at"] > last_batch + ms)
+
+            wait_for(lambda: reported_since(3_000), 60, "idle reports 3 s after the last batch")
+            ready = api.get("/readyz")
+            assert ready.status_code == 200, ready.json()
+            assert max(b["written_at"] for b in store.batches(store.jobs()[0]["job"])) == (
+                last_batch  # idle reports are no batches
+            )
+        finally:
+            store.close()
+    finally:
+        query.stop()
+    # stopped: no more reports, and after the bound the job is not ready
+    wait_for(lambda: api.get("/readyz").status_code == 503, 30, "/readyz failing once it stopped")
+    assert "has reported no progress for" in api.get("/readyz").json()["checks"]["stream_job"]

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from kafka import KafkaProducer
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+from pyspark.sql.streaming.query import StreamingQuery
 
 from emitter.replay import KafkaSink, Pacer, replay
 from emitter.replay.reader import read_traces
@@ -16,7 +18,7 @@ from emitter.scenarios import SCENARIOS
 from emitter.trace import write_trace
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import start_stream
+from streaming.jobs import _left_input_unread, start_stream
 from streaming.kafka_source import KafkaPartition, KafkaStreamReader, read_partition, share_cap
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
@@ -55,7 +57,9 @@ def test_the_reader_plans_and_reads_exact_offset_ranges(kafka_broker: KafkaBroke
     assert start == {"source.ranges": {"0": 0, "1": 0, "2": 0}}
     assert reader.getDefaultReadLimit() == ReadMaxRows(40)
     capped = reader.latestOffset(start, ReadMaxRows(40))
+    reported = reader.reportLatestOffset()  # the topic's end, past the cap: a backlog waits
     everything = reader.latestOffset(start, ReadAllAvailable())
+    assert reported == everything == reader.reportLatestOffset() != capped
     assert sum(capped["source.ranges"].values()) == 40
     assert sum(everything["source.ranges"].values()) == 90
 
@@ -99,12 +103,13 @@ def _settings(root: Path, broker: KafkaBroker, topic: str, **extra: Any) -> Stre
     )
 
 
-def _run(spark: SparkSession, settings: StreamingSettings) -> None:
+def _run(spark: SparkSession, settings: StreamingSettings) -> StreamingQuery:
     query = start_stream(spark, settings, "kafka")
     try:
         query.processAllAvailable()
     finally:
         query.stop()
+    return query
 
 
 def _identity(alerts: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -155,7 +160,10 @@ def test_a_restart_from_the_checkpoint_reads_every_record_exactly_once(
     _produce(kafka_broker, "job.restart", second)
     _run(spark, restarted)
     _produce(kafka_broker, "job.straight", whole)
-    _run(spark, straight)
+    progress = [orjson.loads(p.json) for p in _run(spark, straight).recentProgress]
+    # a batch the cap cut short says so in its progress (the source's latest offset is past its
+    # end), and the job's listener records it as input left unread (/readyz)
+    assert any(_left_input_unread(p) for p in progress)
 
     one, two = open_store(straight.store_url), open_store(restarted.store_url)
     applied = sum(v for (name, _, _), v in two.counters().items() if name == "events")

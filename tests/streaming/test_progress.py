@@ -19,9 +19,13 @@ class Heard:
     def __init__(self) -> None:
         self.progress: list[dict[str, Any]] = []
         self.terminated: dict[str, str | None] = {}
+        self.idle: list[str] = []
 
     def on_progress(self, p: dict[str, Any]) -> None:
         self.progress.append(p)
+
+    def on_idle(self, query_id: str) -> None:
+        self.idle.append(query_id)
 
     def on_terminated(self, query_id: str, exception: str | None) -> None:
         self.terminated[query_id] = exception
@@ -30,7 +34,9 @@ class Heard:
 @pytest.fixture
 def heard(spark: SparkSession) -> Iterator[Heard]:
     heard = Heard()
-    listener = add_query_events(spark, QueryEvents(heard.on_progress, heard.on_terminated))
+    listener = add_query_events(
+        spark, QueryEvents(heard.on_progress, heard.on_terminated, heard.on_idle)
+    )
     try:
         yield heard
     finally:
@@ -91,3 +97,33 @@ def test_a_failed_query_is_reported_with_its_error(
     finally:
         query.stop()
     assert "the sink refused batch 0" in (heard.terminated[query_id] or "")
+
+
+def test_an_idle_query_is_reported_with_its_id(
+    spark: SparkSession, heard: Heard, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "0.txt").write_text("a line\n")
+    # Spark reports an idle query every 10 s by default; this query's every 0.2 s
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200ms")
+    try:
+        query = (
+            spark.readStream.format("text")
+            .load(str(source))
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+    try:
+        query.processAllAvailable()
+        query_id = str(query.id)
+        wait_for(lambda: heard.idle.count(query_id) >= 2, 60, "two idle reports", interval=0.1)
+    finally:
+        query.stop()
+
+    # an idle report is no batch: the only progress is the one batch that read the file
+    assert [p["numInputRows"] for p in heard.progress if p["id"] == query_id] == [1]
