@@ -1,14 +1,23 @@
-"""The operations guide lists every setting of every process, by its environment variable."""
+"""The docs hold to the code: every setting of every process is in the operations guide, the
+event contract's examples read as they say, and install hints name the command that installs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
+import orjson
+import pyarrow as pa
 import pytest
 
 from api.settings import ApiSettings
 from emitter.settings import EmitterSettings
+from routewatch.events import EVENT_CLASSES
 from routewatch.settings import ENV_PREFIX, Settings
+from routewatch.validation import BAD_INPUT_REASONS
+from routewatch.wire import WireField, wire_fields
+from streaming.read import validate_batches
 from streaming.settings import StreamingSettings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,3 +69,52 @@ def test_kafka_missing_says_to_run_the_test_install(
 
     with pytest.raises(RuntimeError, match=r"run `bash \.ci/install --test`"):
         kafka_home()
+
+
+CONTRACT = REPO / "docs" / "contract.md"
+
+
+def _read(lines: list[str]) -> dict[str, list[Any]]:
+    """Lines through the streaming job's own first stage: its validation, reasons and details."""
+    batch = pa.RecordBatch.from_pydict({"value": lines, "origin": ["docs"] * len(lines)})
+    (out,) = validate_batches(iter([batch]))
+    columns: dict[str, list[Any]] = out.to_pydict()
+    return columns
+
+
+def _unknown_keys(fields: tuple[WireField, ...], obj: dict[str, Any], path: str) -> list[str]:
+    """Keys of ``obj`` that are no field of the contract (the reader would ignore them)."""
+    known = {f.name: f for f in fields}
+    unknown = [f"{path}.{key}" for key in obj if key not in known]
+    for key, value in obj.items():
+        f = known.get(key)
+        if f is not None and f.kind == "map":
+            for name, item in value.items():
+                unknown += _unknown_keys(f.nested, item, f"{path}.{key}[{name!r}]")
+        elif f is not None and f.kind == "array":
+            for i, item in enumerate(value):
+                unknown += _unknown_keys(f.nested, item, f"{path}.{key}[{i}]")
+    return unknown
+
+
+def test_every_contract_example_reads_as_an_event_of_its_type() -> None:
+    examples = re.findall(r"^```json\n(.*?)^```$", CONTRACT.read_text(), flags=re.M | re.S)
+    objs = [orjson.loads(text) for text in examples]
+    read = _read([orjson.dumps(obj).decode() for obj in objs])  # one line each, as on the wire
+    assert read["reason"] == [None] * len(objs), list(
+        zip(read["reason"], read["detail"], strict=True)
+    )
+    assert read["type"] == [obj["type"] for obj in objs]
+    assert read["event_id"] == [obj["event_id"] for obj in objs]
+    # nothing in an example is ignored: a misspelt optional field would be, silently
+    for obj in objs:
+        assert _unknown_keys(wire_fields(obj["type"]), obj, obj["type"]) == []
+    assert {obj["type"] for obj in objs} == set(EVENT_CLASSES)
+
+
+def test_every_bad_input_example_gives_its_reason_and_detail() -> None:
+    section = CONTRACT.read_text().split("## Bad input", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| `(.+?)` \| `(.+)` \|$", section, flags=re.M)
+    assert [reason for reason, _, _ in rows] == list(BAD_INPUT_REASONS)
+    read = _read([line for _, line, _ in rows])
+    assert list(zip(read["reason"], read["detail"], strict=True)) == [(r, d) for r, _, d in rows]
