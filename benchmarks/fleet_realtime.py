@@ -18,11 +18,11 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    stateful processor written in Python (the shuffle, the state server, Arrow to pandas and
    back). Its rate over the bare rate, the **floor ratio**, is the highest ceiling ratio any
    processor could reach in this design on this machine.
-2. **Full pipeline**: the job itself (``start_spool_stream``: route tables, alerts, the SQLite
-   store), one second of traffic per micro-batch, over the same files. The first 30 seconds
-   hold every broker's first full registration (10,000 topics each), which the job applies up
-   to the lateness bound (2 s) later: ``warm`` is 32 by default. The rate is measured on the
-   ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
+2. **Full pipeline**: the job itself (``start_stream`` over the spool: route tables, alerts,
+   the SQLite store), one second of traffic per micro-batch, over the same files. The first 30
+   seconds hold every broker's first full registration (10,000 topics each), which the job
+   applies up to the lateness bound (2 s) later: ``warm`` is 32 by default. The rate is measured
+   on the ``steady`` seconds after them, for both phases, so the **ceiling ratio** is
    the full pipeline's rate over the bare rate on the same events, measured in the same run.
    After phase 3, phases 1, 1b and 2 again with ``--capacity-batch`` seconds of traffic per
    batch (10 by default), as the job takes in a backlog, each with a checkpoint (and for the
@@ -75,7 +75,7 @@ from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.cli import plain_text
 from routewatch.settings import load
-from streaming.jobs import start_spool_stream
+from streaming.jobs import start_stream
 from streaming.pipeline import by_stream, file_lines
 from streaming.processor import CHANGES_SCHEMA
 from streaming.progress import QueryEvents, add_query_events
@@ -251,7 +251,7 @@ def full_rate(
     checkpoint: Path | None = None,
 ) -> Rate:
     """Phase 2: the job, ``settings.max_files_per_trigger`` seconds of traffic per batch."""
-    return _drained_rate(start_spool_stream(spark, settings, checkpoint), first_batch)
+    return _drained_rate(start_stream(spark, settings, "spool", checkpoint), first_batch)
 
 
 def ratio_phases(
@@ -386,7 +386,7 @@ def realtime(
     live = settings.model_copy(update={"max_files_per_trigger": None, "trigger_interval_s": 1.0})
     progress = Progress()
     listener = add_query_events(spark, QueryEvents(progress.progress, progress.terminated))
-    query = start_spool_stream(spark, live)
+    query = start_stream(spark, live, "spool")
     with progress.changed:
         progress.query_id = str(query.id)
     steps: list[Step] = []

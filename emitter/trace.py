@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -17,7 +16,7 @@ from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
 from routewatch.events import Event
 
-__all__ = ["TraceWriter", "write_trace"]
+__all__ = ["TraceWriter"]
 
 
 class TraceWriter:
@@ -64,11 +63,3 @@ class TraceWriter:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close(keep=kind is None)
-
-
-def write_trace(events: Iterable[Event], path: Path) -> int:
-    """Write ``events`` to ``path``; returns how many were written."""
-    with TraceWriter(path) as writer:
-        for event in events:
-            writer.write(event)
-        return writer.count

@@ -4,7 +4,7 @@ What emitter, streaming and api share, and nothing else. It never imports pyspar
 those three packages.
 """
 
-from routewatch.codec import decode, encode, from_wire, to_wire
+from routewatch.codec import encode, to_wire
 from routewatch.errors import RoutewatchError
 from routewatch.events import (
     CONTRACT_VERSION,
@@ -30,9 +30,7 @@ __all__ = [
     "RoutewatchError",
     "Send",
     "TopicConfig",
-    "decode",
     "encode",
-    "from_wire",
     "to_wire",
     "validate",
 ]

@@ -1,4 +1,4 @@
-"""The alert catalogue's names (``shared/alerts.md``): kinds, severities, states and causes."""
+"""The alert catalogue's names (docs/alerts.md): kinds, severities, states and causes."""
 
 from __future__ import annotations
 

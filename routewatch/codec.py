@@ -1,4 +1,8 @@
-"""The wire form of events: one JSON object per event, encoded and decoded here only."""
+"""The wire form of events: one JSON object per event, encoded here only.
+
+Readers take a line as JSON and check it with :func:`routewatch.validation.validate`; past
+that edge, the streaming job works on the validated object.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,10 @@ from typing import Any
 
 import orjson
 
-from routewatch.events import CONTRACT_VERSION, EVENT_CLASSES, Event
-from routewatch.validation import BadInput, validate
-from routewatch.wire import WireField, wire_fields
+from routewatch.events import CONTRACT_VERSION, Event
+from routewatch.wire import wire_fields
 
-__all__ = ["decode", "encode", "from_wire", "to_wire"]
+__all__ = ["encode", "to_wire"]
 
 
 @functools.cache
@@ -39,31 +42,3 @@ def to_wire(event: Event) -> dict[str, Any]:
 def encode(event: Event) -> bytes:
     """One event as one line of JSON (no trailing newline)."""
     return orjson.dumps(to_wire(event))
-
-
-def _build(f: WireField, value: Any) -> Any:
-    if value is None or f.record is None:
-        return value
-    names = [n.name for n in f.nested]
-    if f.kind == "map":
-        return {k: f.record(**{n: v[n] for n in names}) for k, v in value.items()}
-    return [f.record(**{n: v[n] for n in names}) for v in value]
-
-
-def from_wire(obj: dict[str, Any]) -> Event:
-    """Build the typed event from an object that :func:`validate` accepted."""
-    event_type = obj["type"]
-    kwargs = {f.name: _build(f, obj.get(f.name)) for f in wire_fields(event_type)[2:]}
-    return EVENT_CLASSES[event_type](**kwargs)
-
-
-def decode(raw: bytes | str) -> Event | BadInput:
-    """Decode one line of input into an event, or say precisely why it is bad input."""
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return BadInput("not_json", f"the input is not JSON: {exc}")
-    bad = validate(obj)
-    if bad is not None:
-        return bad
-    return from_wire(obj)

@@ -1,9 +1,8 @@
-"""The event contract, version 1 (``shared/events.md``), defined once.
+"""The event contract, version 1, defined once (docs/contract.md).
 
 The dataclasses below are the only definition of the contract. Everything else derives from
-them: the wire form (:mod:`routewatch.codec`), validation with precise reasons
-(:mod:`routewatch.validation`), and the Spark schema (``streaming.schema``). A field's
-presence rule is carried in its metadata:
+them: the wire form (:mod:`routewatch.codec`) and validation with precise reasons
+(:mod:`routewatch.validation`). A field's presence rule is carried in its metadata:
 
 - no mark: required; a type of ``X | None`` means the key must be present and may be null;
 - ``optional()``: the key may be absent (an explicit null counts as absent);

@@ -1,4 +1,4 @@
-"""RocketMQ's own constants and names, as checked in its source (see ``shared/domain.md``).
+"""RocketMQ's own constants and names, as its source (4.9.x and 5.x) defines them.
 
 Shared by the emitter's model and the streaming job's rules, so both read them from one place.
 """

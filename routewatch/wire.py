@@ -1,7 +1,6 @@
 """The contract's fields as plain descriptors, read off the dataclasses of :mod:`routewatch.events`.
 
-Validation, the codec and the Spark schema all walk these descriptors, so none of them
-restates a field name or type.
+Validation and the codec walk these descriptors, so neither restates a field name or type.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any, Literal
 
 from routewatch.events import EVENT_CLASSES, is_optional
 
-__all__ = ["Kind", "WireField", "union_fields", "wire_fields"]
+__all__ = ["Kind", "WireField", "wire_fields"]
 
 Kind = Literal["int", "str", "bool", "map", "array"]
 
@@ -27,7 +26,7 @@ class WireField:
     """One field of the wire form.
 
     ``nested`` holds the fields of each map value (``map``) or array element (``array``);
-    ``record`` their dataclass; ``choices`` the allowed values of a string enum;
+    ``choices`` the allowed values of a string enum;
     ``unless_role`` the role for which an optional field is required after all.
     """
 
@@ -38,7 +37,6 @@ class WireField:
     unless_role: str | None = None
     choices: frozenset[str] | None = None
     nested: tuple[WireField, ...] = ()
-    record: type | None = None
 
 
 def _describe(name: str, hint: Any, f: dataclasses.Field[Any] | None) -> WireField:
@@ -66,12 +64,10 @@ def _describe(name: str, hint: Any, f: dataclasses.Field[Any] | None) -> WireFie
         key, value = typing.get_args(hint)
         if key is not str:
             raise TypeError(f"contract field {name!r} must be keyed by str")
-        return dataclasses.replace(base, kind="map", nested=_record_fields(value), record=value)
+        return dataclasses.replace(base, kind="map", nested=_record_fields(value))
     if origin is list:
         (element,) = typing.get_args(hint)
-        return dataclasses.replace(
-            base, kind="array", nested=_record_fields(element), record=element
-        )
+        return dataclasses.replace(base, kind="array", nested=_record_fields(element))
     raise TypeError(f"contract field {name!r} has an unsupported type {hint!r}")
 
 
@@ -90,20 +86,3 @@ _HEAD = (
 def wire_fields(event_type: str) -> tuple[WireField, ...]:
     """Every field of one event type in wire order: ``v``, ``type``, the envelope, the body."""
     return _HEAD + _record_fields(EVENT_CLASSES[event_type])
-
-
-@functools.cache
-def union_fields() -> tuple[WireField, ...]:
-    """The union of all event types' fields (one column each), for a single tabular schema.
-
-    A field that two event types share must have the same kind in both; it is nullable in the
-    union because the other types lack it.
-    """
-    merged: dict[str, WireField] = {}
-    for event_type in EVENT_CLASSES:
-        for f in wire_fields(event_type):
-            seen = merged.get(f.name)
-            if seen is not None and (seen.kind, seen.nested) != (f.kind, f.nested):
-                raise TypeError(f"contract field {f.name!r} has two kinds: {seen.kind}, {f.kind}")
-            merged.setdefault(f.name, f)
-    return tuple(merged.values())

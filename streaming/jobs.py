@@ -38,7 +38,6 @@ __all__ = [
     "kafka_records",
     "progress_log",
     "run_stream",
-    "start_spool_stream",
     "start_stream",
 ]
 
@@ -267,13 +266,6 @@ def start_stream(
     listener.watch(query, settings.store_url, job)
     log.info("stream started: query %s, checkpoint %s", query.id, checkpoint)
     return query
-
-
-def start_spool_stream(
-    spark: SparkSession, settings: StreamingSettings, checkpoint: Path | None = None
-) -> StreamingQuery:
-    """The long-running job over the spool directory."""
-    return start_stream(spark, settings, "spool", checkpoint)
 
 
 # after Ctrl-C or SIGTERM: the current batch may take this long to finish, stopping the query

@@ -51,9 +51,7 @@ def by_stream(events: DataFrame) -> GroupedData:
     """Events grouped for the stateful stage: all in one group (:data:`STREAM_KEY`), bad input
     included, since the stream has one clock; packed a few thousand to a row
     (:func:`streaming.read.pack_events`)."""
-    return pack_events(events).select(F.lit(STREAM_KEY).alias("stream"), "events").groupBy(
-        "stream"
-    )
+    return pack_events(events).select(F.lit(STREAM_KEY).alias("stream"), "events").groupBy("stream")
 
 
 def track_clusters(

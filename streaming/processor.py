@@ -49,6 +49,7 @@ from streaming.engine.state import (
     Meta,
     RegKey,
     TopicState,
+    key_json,
     reg_id,
     reg_key,
 )
@@ -93,7 +94,7 @@ TOPIC = "topic/{}"  # rule state of the topics of a bucket, JSON
 
 def _cluster_entry(cluster: str, part: str) -> str:
     """The name of one entry of a cluster's state (a JSON pair: no two clusters' meet)."""
-    return orjson.dumps([cluster, part]).decode()
+    return key_json((cluster, part))
 
 
 _TYPES: dict[str, DataType] = {

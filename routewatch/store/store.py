@@ -252,14 +252,6 @@ class Store:
         )
         return [{**dict(r), "alert": orjson.loads(r["alert"])} for r in rows]
 
-    def route_intervals(self, cluster: str, topic: str) -> list[dict[str, Any]]:
-        rows = self.db.execute(
-            "SELECT * FROM route_intervals WHERE cluster = ? AND topic = ? "
-            "ORDER BY valid_from, namesrv, broker, broker_id",
-            (cluster, topic),
-        )
-        return [dict(r) for r in rows]
-
     def brokers(self) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT * FROM brokers ORDER BY cluster, broker, broker_id, namesrv")
         return [dict(r) for r in rows]
@@ -270,10 +262,6 @@ class Store:
 
     def quarantine(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = self.db.execute("SELECT * FROM quarantine ORDER BY seq DESC LIMIT ?", (limit,))
-        return [dict(r) for r in rows]
-
-    def batches(self, job: str) -> list[dict[str, Any]]:
-        rows = self.db.execute("SELECT * FROM batches WHERE job = ? ORDER BY batch_id", (job,))
         return [dict(r) for r in rows]
 
     def clusters(self) -> list[dict[str, Any]]:

@@ -24,9 +24,18 @@ from routewatch.events import DeliveredStatus
 from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, TBW102
 from streaming.engine.alerts import Alert, AlertBook
 from streaming.engine.rules import FAILURE_QUIET_MS, Rules
-from streaming.engine.state import Config, Holder, LazyMap, Meta, Reg, RegKey, TopicState
+from streaming.engine.state import (
+    Config,
+    Holder,
+    LazyMap,
+    Meta,
+    Reg,
+    RegKey,
+    TopicState,
+    key_json,
+)
 
-__all__ = ["LIVENESS_KINDS", "BrokerRow", "ClusterEngine", "RouteChange"]
+__all__ = ["LIVENESS_KINDS", "ClusterEngine", "RouteChange"]
 
 # thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
 # cluster (120 s after its last registration); first among the thresholds of one instant
@@ -41,14 +50,6 @@ class RouteChange:
     reg: RegKey
     at: int
     config: Config | None
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRow:
-    """The latest state of one registration, for the store's broker view."""
-
-    reg: RegKey
-    reg_state: dict[str, Any]
 
 
 @dataclass
@@ -157,7 +158,7 @@ class ClusterEngine:
         reg.shutdown, reg.lingers, reg.last_reg = False, False, ts
         if reg.expiry_due is None:
             reg.expiry_due = ts + BROKER_EXPIRY_MS
-            self.schedule(reg.expiry_due, "expire", _regkey_json(key))
+            self.schedule(reg.expiry_due, "expire", key_json(key))
         # the registration is applied whole first (its table, then its liveness), then judged:
         # no rule sees a broker that is live without its table
         changed: list[str] = []
@@ -254,7 +255,7 @@ class ClusterEngine:
         reg.live, reg.shutdown = False, True
         if reg.last_reg is not None and reg.last_reg + BROKER_EXPIRY_MS > ts and not reg.lingers:
             reg.lingers = True
-            self.schedule(reg.last_reg + BROKER_EXPIRY_MS, "linger", _regkey_json(key))
+            self.schedule(reg.last_reg + BROKER_EXPIRY_MS, "linger", key_json(key))
         if was_live:
             self._liveness_changed(key, ts)
         self._store_table(key, {}, ts, replace=True, routed=False)
@@ -292,7 +293,7 @@ class ClusterEngine:
         last = reg.last_reg if reg.last_reg is not None else reg.last_hb
         if last + BROKER_EXPIRY_MS > at:
             reg.expiry_due = last + BROKER_EXPIRY_MS
-            self.schedule(reg.expiry_due, "expire", _regkey_json(key))
+            self.schedule(reg.expiry_due, "expire", key_json(key))
             return False
         reg.live = False
         self._liveness_changed(key, at)
@@ -375,7 +376,3 @@ def _configs(e: dict[str, Any]) -> dict[str, Config]:
     return {
         t: (c["read_queue_nums"], c["write_queue_nums"], c["perm"]) for t, c in e["topics"].items()
     }
-
-
-def _regkey_json(key: RegKey) -> str:
-    return orjson.dumps(list(key)).decode()

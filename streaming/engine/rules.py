@@ -1,4 +1,4 @@
-"""The alert catalogue's rules (``shared/alerts.md``), judged on one cluster's route tables.
+"""The alert catalogue's rules (docs/alerts.md), judged on one cluster's route tables.
 
 Each rule is re-judged only for what an event or a deadline touched: a topic whose route or
 template holders changed, a broker whose liveness changed, the expected brokers when masters
@@ -14,7 +14,7 @@ import orjson
 
 from routewatch.rocketmq import TBW102, is_system_topic
 from streaming.engine.alerts import REMEDIES, AlertKey
-from streaming.engine.state import Reg, RegKey, TopicState
+from streaming.engine.state import Reg, RegKey, TopicState, key_json
 
 if TYPE_CHECKING:
     from streaming.engine.cluster import ClusterEngine
@@ -214,9 +214,7 @@ class Rules:
             diverged = bool(namesrvs) and namesrvs != cluster_ns
             if diverged and (broker, broker_id) not in since:
                 since[(broker, broker_id)] = at
-                self.e.schedule(
-                    at + DIVERGENCE_MS, "diverge", orjson.dumps([broker, broker_id]).decode()
-                )
+                self.e.schedule(at + DIVERGENCE_MS, "diverge", key_json((broker, broker_id)))
             elif not diverged and (broker, broker_id) in since:
                 del since[(broker, broker_id)]
                 self.e.book.resolve(self._broker_key("NAMESRV_DIVERGENCE", broker, broker_id), at)
@@ -432,7 +430,7 @@ class Rules:
     def _resolved_at(self, key: AlertKey, ts: int, seq: int) -> None:
         """Where a NO_ROUTE_INFO resolution falls in (``ts``, ``seq``) order: only a failure
         later than it reopens the alert."""
-        self.e.meta.last_resolved[orjson.dumps(list(key)).decode()] = (ts, seq)
+        self.e.meta.last_resolved[key_json(key)] = (ts, seq)
 
     def _cause(self, e: dict[str, Any]) -> str:
         regs = self._regs()
@@ -454,7 +452,7 @@ class Rules:
     def no_route(self, e: dict[str, Any], ts: int) -> None:
         topic = e["topic"]
         key = self._topic_key("NO_ROUTE_INFO", topic)
-        resolved = self.e.meta.last_resolved.get(orjson.dumps(list(key)).decode())
+        resolved = self.e.meta.last_resolved.get(key_json(key))
         if (
             self.e.book.get(key) is None
             and resolved is not None

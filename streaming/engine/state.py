@@ -12,7 +12,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Config", "Holder", "LazyMap", "Meta", "Reg", "RegKey", "TopicState", "reg_id"]
+import orjson
+
+__all__ = [
+    "Config",
+    "Holder",
+    "LazyMap",
+    "Meta",
+    "Reg",
+    "RegKey",
+    "TopicState",
+    "key_json",
+    "reg_id",
+    "reg_key",
+]
 
 RegKey = tuple[str, str, int]
 """(namesrv, broker, broker_id): one broker's registration with one NameServer."""
@@ -29,6 +42,13 @@ def reg_id(key: RegKey) -> str:
 def reg_key(text: str) -> RegKey:
     ns, broker, broker_id = text.rsplit("|", 2)
     return (ns, broker, int(broker_id))
+
+
+def key_json(key: tuple[Any, ...]) -> str:
+    """A key of several parts as one string, the JSON array of its parts (a deadline's key, a
+    NO_ROUTE_INFO resolution's, an entry of the state store's); ``orjson.loads`` gives them
+    back."""
+    return orjson.dumps(key).decode()
 
 
 @dataclass(slots=True)
@@ -211,11 +231,3 @@ class LazyMap(Generic[K, V]):
     def dirty(self) -> Iterator[tuple[K, V | None]]:
         for key in sorted(self._dirty, key=str):
             yield key, self._data.get(key)
-
-    def clean(self) -> None:
-        self._dirty.clear()
-
-    def forget(self) -> None:
-        """Drop loaded entries (after they were persisted), keeping memory bounded."""
-        self._data.clear()
-        self._dirty.clear()

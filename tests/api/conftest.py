@@ -13,12 +13,11 @@ from pyspark.sql import SparkSession
 
 from api import ApiSettings, create_app
 from emitter.scenarios import SCENARIOS
-from emitter.trace import write_trace
 from routewatch.settings import load
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
 from tests.support.postgres import Postgres
-from tests.support.traces import on_clusters
+from tests.support.traces import on_clusters, write_trace
 
 BAD_LINES = ["{broken", '{"v": 1, "type": "send"}', "[1, 2]"]
 

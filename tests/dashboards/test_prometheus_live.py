@@ -18,14 +18,13 @@ import yaml
 from pyspark.sql import SparkSession
 
 from dashboards import DASHBOARD_FILE, RULES_FILE
-from emitter.trace import write_trace
 from routewatch.settings import load
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
 from tests.support import grafana
 from tests.support.processes import api_answers, free_port, start_routewatch, stop, wait_for
 from tests.support.prometheus import Prometheus, running_prometheus
-from tests.support.traces import on_clusters
+from tests.support.traces import on_clusters, write_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

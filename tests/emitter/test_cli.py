@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 
 from emitter.scenarios import SCENARIOS
-from routewatch.codec import decode, encode
+from routewatch.codec import encode
+from routewatch.validation import validate
 
 
 def _routewatch(*args: str) -> subprocess.CompletedProcess[str]:
@@ -61,9 +62,9 @@ def test_a_fleet_is_written_as_json_lines(tmp_path: Path) -> None:
     )
 
     assert result.returncode == 0, result.stderr
-    events = [decode(line) for line in out.read_bytes().splitlines()]
-    assert sum(1 for e in events if type(e).__name__ == "Send") == 60
-    assert all(orjson.loads(line)["v"] == 1 for line in out.read_bytes().splitlines())
+    events = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert all(validate(e) is None for e in events)
+    assert sum(1 for e in events if e["type"] == "send") == 60
 
 
 def test_an_unknown_scenario_is_one_clear_sentence() -> None:

@@ -16,10 +16,10 @@ from kafka import KafkaConsumer, TopicPartition
 
 from emitter.replay import Pacer, StdoutSink, read_traces, replay
 from emitter.scenarios import SCENARIOS
-from emitter.trace import write_trace
 from routewatch.codec import encode
 from tests.support.kafka import API_VERSION, KafkaBroker
 from tests.support.processes import free_port, wait_for
+from tests.support.traces import write_trace
 
 SCENARIO = "restarted-auto-create-off-stale-tbw102"
 

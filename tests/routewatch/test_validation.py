@@ -124,6 +124,14 @@ def test_bad_input_gets_a_precise_reason(obj: Any, reason: str, detail: str) -> 
     assert reason in BAD_INPUT_REASONS
 
 
+def test_unknown_extra_fields_are_ignored_at_every_level() -> None:
+    topics = {
+        "TopicA": {"read_queue_nums": 4, "write_queue_nums": 4, "perm": 6, "topic_sys_flag": 0}
+    }
+
+    assert validate({**HEARTBEAT, "x_future": {"anything": [1, 2]}, "topics": topics}) is None
+
+
 def test_consumers_may_leave_out_the_producer_only_fields() -> None:
     assert "via_default" not in CONSUMER_PULL
     assert validate(CONSUMER_PULL) is None

@@ -12,10 +12,9 @@ import orjson
 import pytest
 
 from emitter.scenarios import SCENARIOS
-from emitter.trace import write_trace
 from routewatch.store import open_store
 from tests.support.processes import wait_for
-from tests.support.traces import expected, shape
+from tests.support.traces import expected, shape, write_trace
 
 pytestmark = pytest.mark.spark
 

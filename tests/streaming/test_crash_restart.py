@@ -35,7 +35,7 @@ from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 from tests.support.kafka import KafkaBroker
 from tests.support.processes import group_alive, start_routewatch, stop, wait_for
-from tests.support.stores import snapshot
+from tests.support.stores import batches, snapshot
 from tests.support.traces import on_clusters
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -108,7 +108,7 @@ def _stored(store_file: Path, job: str, batch: int) -> bool:
     except StoreUnavailableError:
         return False
     try:
-        return any(b["batch_id"] == batch for b in store.batches(job))
+        return any(b["batch_id"] == batch for b in batches(store, job))
     except sqlite3.Error:
         return False  # not migrated yet
     finally:
@@ -204,7 +204,7 @@ def _compare(reference: StreamingSettings, root: Path, source: str, seen: list[s
     for table in expected:
         assert got[table] == expected[table], (table, seen)
     # every batch the job ran is in the store once: ids run 0, 1, 2, ... with no gap
-    ids = [b["batch_id"] for b in two.batches(job_name(str(root / "checkpoints" / source)))]
+    ids = [b["batch_id"] for b in batches(two, job_name(str(root / "checkpoints" / source)))]
     assert ids == list(range(len(ids)))
 
 

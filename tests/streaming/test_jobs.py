@@ -14,13 +14,14 @@ from pyspark.sql import SparkSession
 
 from api import ApiSettings, create_app
 from emitter.scenarios import SCENARIOS
-from emitter.trace import write_trace
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import _left_input_unread, progress_log, start_spool_stream
+from streaming.jobs import _left_input_unread, progress_log, start_stream
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 from tests.support.processes import wait_for
+from tests.support.stores import batches
+from tests.support.traces import write_trace
 
 STUCK = """
 import logging, threading
@@ -67,7 +68,7 @@ def test_queries_of_one_session_share_one_listener_that_reports_each(
     for n in range(2):
         settings = load(StreamingSettings, data_dir=tmp_path / f"job{n}", trigger_interval_s=0.1)
         write_trace(SCENARIOS["broker-dies"].run(seed=n), settings.spool_dir / "trace.jsonl")
-        query = start_spool_stream(spark, settings)
+        query = start_stream(spark, settings, "spool")
         try:
             query.processAllAvailable()
         finally:
@@ -83,10 +84,10 @@ def test_queries_of_one_session_share_one_listener_that_reports_each(
         for store_url, job in jobs:
             store = open_store(store_url)
             try:
-                batches = store.batches(job)
+                written = batches(store, job)
             finally:
                 store.close()
-            if not batches or batches[0]["input_rows"] is None:
+            if not written or written[0]["input_rows"] is None:
                 return False
         return not progress_log(spark).queries  # each query is forgotten once it stopped
 
@@ -120,7 +121,7 @@ def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_pa
     # Spark reports an idle query every 10 s by default; this one every 0.3 s
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "300ms")
     try:
-        query = start_spool_stream(spark, settings)
+        query = start_stream(spark, settings, "spool")
     finally:
         spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
     # ready while the job has reported within 2 s, however old its last batch
@@ -129,7 +130,7 @@ def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_pa
         query.processAllAvailable()
         store = open_store(settings.store_url)
         try:
-            last_batch = max(b["written_at"] for b in store.batches(store.jobs()[0]["job"]))
+            last_batch = max(b["written_at"] for b in batches(store, store.jobs()[0]["job"]))
 
             def reported_since(ms: int) -> bool:
                 return bool(store.jobs()[0]["reported_at"] > last_batch + ms)
@@ -137,7 +138,7 @@ def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_pa
             wait_for(lambda: reported_since(3_000), 60, "idle reports 3 s after the last batch")
             ready = api.get("/readyz")
             assert ready.status_code == 200, ready.json()
-            assert max(b["written_at"] for b in store.batches(store.jobs()[0]["job"])) == (
+            assert max(b["written_at"] for b in batches(store, store.jobs()[0]["job"])) == (
                 last_batch  # idle reports are no batches
             )
         finally:

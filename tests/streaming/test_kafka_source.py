@@ -15,7 +15,6 @@ from pyspark.sql.streaming.query import StreamingQuery
 from emitter.replay import KafkaSink, Pacer, replay
 from emitter.replay.reader import read_traces
 from emitter.scenarios import SCENARIOS
-from emitter.trace import write_trace
 from routewatch.settings import load
 from routewatch.store import open_store
 from streaming.jobs import _left_input_unread, start_stream
@@ -23,7 +22,8 @@ from streaming.kafka_source import KafkaPartition, KafkaStreamReader, read_parti
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 from tests.support.kafka import API_VERSION, KafkaBroker
-from tests.support.traces import expected, shape
+from tests.support.stores import batches
+from tests.support.traces import expected, shape, write_trace
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -172,5 +172,5 @@ def test_a_restart_from_the_checkpoint_reads_every_record_exactly_once(
     assert sum(v for (n, _, _), v in two.counters().items() if n == "duplicates") == 0
     assert _identity(two.alerts()) == _identity(one.alerts())
     assert two.counters() == one.counters()
-    batches = two.batches(job_name(str(restarted.checkpoint_dir / "kafka")))
-    assert len(batches) >= len(events) // 25  # the cap held: at most 25 records a batch
+    written = batches(two, job_name(str(restarted.checkpoint_dir / "kafka")))
+    assert len(written) >= len(events) // 25  # the cap held: at most 25 records a batch

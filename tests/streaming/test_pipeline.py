@@ -10,13 +10,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from emitter.scenarios import SCENARIOS
-from emitter.trace import write_trace
 from routewatch.settings import load
 from streaming.jobs import evaluate_traces, final_alerts
 from streaming.pipeline import changes, file_lines, track_clusters
 from streaming.read import read_events
 from streaming.settings import StreamingSettings
-from tests.support.traces import expected, shape
+from tests.support.traces import expected, shape, write_trace
 
 pytestmark = pytest.mark.spark
 

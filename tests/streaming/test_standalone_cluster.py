@@ -17,7 +17,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 import routewatch.cli
-from emitter.trace import write_trace
 from routewatch.events import Event
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
@@ -25,7 +24,7 @@ from streaming.jobs import STOP_DEADLINE_S, evaluate_traces
 from streaming.settings import StreamingSettings
 from tests.support.processes import group_alive, start_routewatch, stop, wait_for
 from tests.support.spark_cluster import SPARK_HOME, SparkCluster, running_cluster
-from tests.support.traces import on_clusters
+from tests.support.traces import on_clusters, write_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

@@ -12,13 +12,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from emitter.scenarios import SCENARIOS
-from emitter.trace import write_trace
 from routewatch.settings import load
 from routewatch.store import open_store
 from streaming.jobs import evaluate_traces, start_stream
 from streaming.settings import StreamingSettings
 from tests.support.processes import wait_for
-from tests.support.traces import shape
+from tests.support.traces import shape, write_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

@@ -16,10 +16,11 @@ from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import LAYOUT_FILE, evaluate_traces, start_spool_stream
+from streaming.jobs import LAYOUT_FILE, evaluate_traces, start_stream
 from streaming.session import LOCAL_CHECKPOINT_FS_KEY
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
+from tests.support.stores import batches
 from tests.support.traces import on_clusters
 
 pytestmark = pytest.mark.spark
@@ -68,7 +69,7 @@ def reference(
 
 
 def _run(spark: SparkSession, settings: StreamingSettings) -> None:
-    query = start_spool_stream(spark, settings)
+    query = start_stream(spark, settings, "spool")
     try:
         query.processAllAvailable()
     finally:
@@ -93,9 +94,9 @@ def test_any_cut_of_the_trace_into_batches_gives_the_same_alerts(
     # the stream's last events are still held by the lateness bound, but no alert changes there
     (clock,) = store.clusters()
     assert clock["stream_time"] > max(max(a[3], a[4] or 0) for a in reference)
-    batches = store.batches(job_name(str(settings.checkpoint_dir / "spool")))
+    written = batches(store, job_name(str(settings.checkpoint_dir / "spool")))
     files = len(_cut(_lines(), size))
-    assert len(batches) == (files if files_per_batch == 1 else 1)
+    assert len(written) == (files if files_per_batch == 1 else 1)
 
 
 def test_a_restart_from_the_checkpoint_in_the_middle_gives_the_same_alerts(
@@ -131,7 +132,7 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused_in_one_sentence(
     (checkpoint / LAYOUT_FILE).unlink()  # as an earlier version left it
 
     with pytest.raises(RoutewatchError) as refused:
-        start_spool_stream(spark, settings)
+        start_stream(spark, settings, "spool")
 
     message = str(refused.value)
     assert message.startswith(f"the checkpoint {checkpoint} holds state in layout an earlier one")

@@ -1,4 +1,5 @@
-"""A store's contents, minus what depends on the wall clock, for comparing two runs row by row."""
+"""A store's contents, minus what depends on the wall clock, for comparing two runs row by row;
+and the batches a job wrote."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def _logged(store: Store) -> list[tuple[Any, ...]]:
     # each alert's versions in log order; how the versions of different alerts (and clusters)
     # interleave follows batch boundaries, which restarts may move
     return sorted(out, key=lambda row: str(row[0]))
+
+
+def batches(store: Store, job: str) -> list[dict[str, Any]]:
+    """The batches the store recorded for a job (table ``batches``), by batch id."""
+    rows = store.db.execute("SELECT * FROM batches WHERE job = ? ORDER BY batch_id", (job,))
+    return [dict(r) for r in rows]
 
 
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:

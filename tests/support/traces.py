@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from emitter.scenarios import SCENARIOS, ExpectedAlert
+from emitter.trace import TraceWriter
 from routewatch.codec import encode
 from routewatch.events import Event
 
@@ -48,3 +50,11 @@ def on_clusters(scenarios: dict[str, str], first_seed: int) -> list[Event]:
         on_cluster(c, name, seed) for seed, (c, name) in enumerate(scenarios.items(), first_seed)
     ]
     return list(heapq.merge(*streams, key=lambda e: e.ts))
+
+
+def write_trace(events: Iterable[Event], path: Path) -> int:
+    """Write ``events`` to the trace ``path`` as ``routewatch simulate`` does; how many."""
+    with TraceWriter(path) as writer:
+        for event in events:
+            writer.write(event)
+        return writer.count
