@@ -1,16 +1,17 @@
 """A broker: its topic table, its registrations with every NameServer, and auto-creation.
 
 Modelled on ``BrokerController`` (registration at start, then every 30 s after a first 10 s),
-``TopicConfigManager.createTopicInSendMessageMethod`` (auto-creation from the template named by
-the send), ``registerIncrementBrokerData`` (immediate registration of a created topic) and
+``TopicConfigManager`` (the topics a broker makes at start; ``topics.json``, written when the
+table changes; ``createTopicInSendMessageMethod``, auto-creation from the template named by the
+send), ``registerIncrementBrokerData`` (immediate registration of a created topic) and
 ``SlaveSynchronize.syncTopicConfig`` (a slave copies its master's table when their data versions
-differ).
+differ), and checked against RocketMQ 4.9.8 (docs/emitter.md, "Checked against RocketMQ 4.9.8").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from emitter.namesrv import NameServer
 from emitter.sim import Simulation, Timer
@@ -22,12 +23,14 @@ from routewatch.rocketmq import (
     PERM_WRITE,
     REGISTER_PERIOD_MS,
     TBW102,
+    is_system_topic,
 )
 
 __all__ = [
     "FIRST_REGISTER_DELAY_MS",
     "SLAVE_SYNC_FIRST_DELAY_MS",
     "SLAVE_SYNC_PERIOD_MS",
+    "SYSTEM_TOPIC_ADMIN_REFUSED_FROM",
     "Broker",
     "SendResult",
 ]
@@ -39,6 +42,14 @@ SLAVE_SYNC_FIRST_DELAY_MS = 3_000
 SLAVE_SYNC_PERIOD_MS = 10_000
 """A slave copies its master's topic table 3 s after start, then every 10 s
 (``BrokerController.handleSlaveSynchronize``, 4.9.x; ``SlaveSynchronize.syncTopicConfig``)."""
+
+
+SYSTEM_TOPIC_ADMIN_REFUSED_FROM = (4, 8, 0)
+"""From 4.8.0 a broker refuses ``updateTopic`` and ``deleteTopic`` of a system topic (TBW102
+included): "The topic[TBW102] is conflict with system topic"."""
+
+CLUSTER_TOPIC_QUEUE_NUMS = 16
+"""The queues of the topic named after the cluster (``TopicConfig``'s default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +75,7 @@ class Broker:
         register_period_ms: int = REGISTER_PERIOD_MS,
         split_size: int | None = None,
         master: Broker | None = None,
+        version: tuple[int, int, int] = (4, 9, 8),
     ) -> None:
         self.sim = sim
         self.cluster = cluster
@@ -75,8 +87,12 @@ class Broker:
         self.default_topic_queue_nums = default_topic_queue_nums
         self.register_period_ms = min(max(register_period_ms, 10_000), 60_000)
         self.split_size = split_size
-        self.topics: dict[str, TopicConfig] = {}  # persisted, like topics.json
+        self.version = version
+        self.topics: dict[str, TopicConfig] = {}  # the table in memory
+        self.stored: dict[str, TopicConfig] | None = None  # topics.json, once written
+        self._stored_version: str | None = None
         self.running = False
+        self._started = False
         self.unreachable: set[str] = set()
         self.master = master  # a slave's master (same name, id 0), whose table it copies
         self.master_reachable = True
@@ -94,29 +110,51 @@ class Broker:
         return f"{self.sim.now}-{self._version_counter}"
 
     def _changed(self) -> None:
+        """The table changed: a new data version, and the table written to ``topics.json``."""
         self._version = self._new_version()
+        self.stored = dict(self.topics)
+        self._stored_version = self._version
+
+    def _own_topics(self) -> dict[str, TopicConfig]:
+        """What ``TopicConfigManager`` makes at start, before it loads ``topics.json``: TBW102
+        when auto-creation is on, and the topics named after the cluster and the broker, both
+        with the inherit bit (``clusterTopicEnable`` and ``brokerTopicEnable`` are on by
+        default), so they work as templates whatever ``autoCreateTopicEnable`` says."""
+        rw = PERM_READ | PERM_WRITE
+        own = {
+            self.cluster: TopicConfig(
+                read_queue_nums=CLUSTER_TOPIC_QUEUE_NUMS,
+                write_queue_nums=CLUSTER_TOPIC_QUEUE_NUMS,
+                perm=PERM_INHERIT | rw,
+            ),
+            self.name: TopicConfig(read_queue_nums=1, write_queue_nums=1, perm=PERM_INHERIT | rw),
+        }
+        if self.auto_create:
+            q = self.default_topic_queue_nums
+            own[TBW102] = TopicConfig(read_queue_nums=q, write_queue_nums=q, perm=PERM_INHERIT | rw)
+        return own
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self, auto_create: bool | None = None, *, keep_store: bool = True) -> None:
-        """Start (or restart with a new ``autoCreateTopicEnable``), keeping the topic table.
+        """Start (or restart with a new ``autoCreateTopicEnable``) on the stored table.
 
-        With ``keep_store=False`` the store was lost (a new disk, ``topics.json`` gone): the
-        table starts empty, with a new data version, and TBW102 is created again when
-        auto-creation is on.
+        The table is the broker's own topics (:meth:`_own_topics`) overlaid by ``topics.json``
+        when one was written — a broker writes it only once its table changes, so a broker
+        restarted with auto-creation off keeps TBW102 (inherit bit and all) only if its table
+        changed before. The data version is the stored one, or a new one. With
+        ``keep_store=False`` the store was lost (a new disk): nothing is loaded.
         """
         if auto_create is not None:
             self.auto_create = auto_create
         if not keep_store:
-            self.topics = {}
-            self._version_counter = 0
-            self._changed()
-        if self.auto_create and TBW102 not in self.topics:
-            q = self.default_topic_queue_nums
-            self.topics[TBW102] = TopicConfig(
-                read_queue_nums=q, write_queue_nums=q, perm=PERM_INHERIT | PERM_READ | PERM_WRITE
-            )
-            self._changed()
+            self.stored = self._stored_version = None
+        if self._started:
+            # A new process: whatever connection the old one had is gone by now.
+            self._close_connections()
+        self._started = True
+        self.topics = {**self._own_topics(), **(self.stored or {})}
+        self._version = self._stored_version or self._new_version()
         self.running = True
         self.register_all()
         self._timer = self.sim.every(
@@ -135,8 +173,22 @@ class Broker:
         self._timer = self._sync_timer = None
 
     def die(self) -> None:
-        """The process dies: it simply stops registering."""
+        """The broker falls silent with its connections left open (its host froze or vanished,
+        or the network dropped it): it stops registering, and each NameServer drops it only
+        when its 120 s silence rule does."""
         self._halt()
+
+    def kill(self) -> None:
+        """The process dies (``kill -9``, a crash): the kernel closes its connections, and each
+        NameServer it was connected to drops it at once. The event contract has no event for
+        that, so nothing is emitted."""
+        self._halt()
+        self._close_connections()
+
+    def _close_connections(self) -> None:
+        for ns in self.namesrvs:
+            if ns.addr not in self.unreachable:
+                ns.channel_closed((self.cluster, self.name, self.broker_id))
 
     def shutdown(self) -> None:
         """Clean shutdown: unregister from every reachable NameServer, then stop."""
@@ -220,20 +272,36 @@ class Broker:
 
     # -- topics -----------------------------------------------------------------------------
 
+    def refuses_admin(self, topic: str) -> bool:
+        """Whether ``updateTopic``/``deleteTopic`` of ``topic`` is refused: a system topic,
+        from 4.8.0 on."""
+        return self.version >= SYSTEM_TOPIC_ADMIN_REFUSED_FROM and is_system_topic(
+            topic, "", frozenset()
+        )
+
     def upsert_topic(
         self, topic: str, read: int, write: int, perm: int = PERM_READ | PERM_WRITE
-    ) -> None:
-        """``mqadmin updateTopic`` on this broker: change the table, register it at once."""
+    ) -> bool:
+        """``mqadmin updateTopic`` on this broker: change the table, register it at once.
+        False if the broker refused (a system topic)."""
+        if self.refuses_admin(topic):
+            return False
         config = TopicConfig(read_queue_nums=read, write_queue_nums=write, perm=perm)
         self.topics[topic] = config
         self._changed()
         if self.running:
             self._register({topic: config}, full=False)
+        return True
 
-    def delete_topic(self, topic: str) -> None:
-        """Delete from this broker's table; NameServers learn at the next full registration."""
+    def delete_topic(self, topic: str) -> bool:
+        """Delete from this broker's table only; a NameServer keeps the topic's route on this
+        broker while the broker stays registered (registrations never remove a topic). False
+        if the broker refused (a system topic)."""
+        if self.refuses_admin(topic):
+            return False
         if self.topics.pop(topic, None) is not None:
             self._changed()
+        return True
 
     def receive_send(self, topic: str, default_topic: str, default_queue_nums: int) -> SendResult:
         """Handle one send request; auto-create ``topic`` from the template when allowed."""
@@ -242,10 +310,12 @@ class Broker:
         if topic in self.topics:
             return SendResult("SEND_OK")
         template = self.topics.get(default_topic)
-        inherit = template is not None and template.perm & PERM_INHERIT
-        if default_topic == TBW102 and not self.auto_create:
-            inherit = False  # the broker strips INHERIT from TBW102 when auto-creation is off
-        if template is None or not inherit:
+        if template is not None and default_topic == TBW102 and not self.auto_create:
+            # With auto-creation off the broker strips the inherit bit from its TBW102, in
+            # memory: no new data version, so NameServers keep the one they had.
+            template = replace(template, perm=PERM_READ | PERM_WRITE)
+            self.topics[TBW102] = template
+        if template is None or not template.perm & PERM_INHERIT:
             return SendResult("TOPIC_NOT_EXIST")
         q = min(default_queue_nums, template.write_queue_nums)
         config = TopicConfig(

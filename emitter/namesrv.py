@@ -1,9 +1,18 @@
 """A NameServer: a route registry that only knows what brokers registered with it.
 
-Modelled on ``RouteInfoManager``: a full registration replaces the broker's topics (as
-RocketMQ 5's ``deleteTopicWithBrokerRegistration`` does; the event contract defines routes the
-same way), an immediate one adds the topics it names, a clean shutdown removes the broker at
-once, and a scan every 10 s (4.x) or 5 s (5.x) drops brokers silent for over 120 s.
+Modelled on RocketMQ 4.9.8's ``RouteInfoManager`` and checked against the real one (see
+docs/emitter.md, "Checked against RocketMQ 4.9.8"):
+
+- Queue data is kept per topic and broker *name*, from the master's registrations only (a
+  slave's table never reaches a route), and a registration's table is applied only when it is
+  the broker's first or its data version changed. A registration adds and updates topics; it
+  never removes one: a topic deleted on one broker alone stays in the route while that broker
+  lives (``mqadmin deleteTopic`` also deletes it on every NameServer).
+- A broker leaves when it unregisters (clean shutdown), when its connection closes (its process
+  died: :meth:`channel_closed`, at once) or when a scan finds it silent for over 120 s; the scan
+  runs 5 s after start, then every 10 s (4.x) or 5 s (5.x). When a broker name has no address
+  left, its queue data goes from every topic.
+- A split registration (5.x) is applied when all its parts have arrived.
 """
 
 from __future__ import annotations
@@ -14,19 +23,24 @@ from emitter.sim import Simulation
 from routewatch.events import Heartbeat, QueueData, TopicConfig
 from routewatch.rocketmq import BROKER_EXPIRY_MS
 
-__all__ = ["SCAN_INTERVAL_MS", "BrokerKey", "NameServer"]
+__all__ = ["FIRST_SCAN_DELAY_MS", "SCAN_INTERVAL_MS", "BrokerKey", "NameServer"]
 
 SCAN_INTERVAL_MS = {4: 10_000, 5: 5_000}
 """How often a NameServer looks for silent brokers, by RocketMQ major version."""
+
+FIRST_SCAN_DELAY_MS = 5_000
+"""The first scan for silent brokers, after the NameServer starts (``NamesrvController``)."""
 
 BrokerKey = tuple[str, str, int]
 """(cluster, brokerName, brokerId)."""
 
 
 @dataclass
-class _Registration:
+class _Live:
+    """``BrokerLiveInfo``: when the broker last registered, and the data version it sent."""
+
     last_update_ms: int
-    topics: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: str | None
     parts: dict[int, dict[str, TopicConfig]] = field(default_factory=dict)
     parts_version: str | None = None
 
@@ -38,57 +52,90 @@ class NameServer:
         self.sim = sim
         self.addr = addr
         self.scan_interval_ms = SCAN_INTERVAL_MS[version]
-        self.brokers: dict[BrokerKey, _Registration] = {}
+        self.live: dict[BrokerKey, _Live] = {}
+        self.broker_ids: dict[str, set[int]] = {}  # brokerAddrTable: broker name -> ids
+        self.queues: dict[str, dict[str, TopicConfig]] = {}  # topicQueueTable
 
     def start(self) -> None:
-        self.sim.every(self.scan_interval_ms, self.scan, self.scan_interval_ms)
+        self.sim.every(self.scan_interval_ms, self.scan, FIRST_SCAN_DELAY_MS)
+
+    @property
+    def brokers(self) -> set[BrokerKey]:
+        """The brokers this NameServer lists now."""
+        return set(self.live)
+
+    def topics_of(self, broker: str) -> set[str]:
+        """The topics whose route names the broker ``broker`` here."""
+        return {topic for topic, queues in self.queues.items() if broker in queues}
 
     def register(self, hb: Heartbeat) -> None:
         """Apply one registration (a heartbeat event that reached this NameServer)."""
         key = (hb.cluster, hb.broker, hb.broker_id)
         if hb.shutdown:
-            self.brokers.pop(key, None)
+            self._remove(key)
             return
-        entry = self.brokers.setdefault(key, _Registration(self.sim.now))
-        entry.last_update_ms = self.sim.now
-        if not hb.full:
-            entry.topics.update(hb.topics)
-        elif hb.parts is None or hb.parts <= 1:
-            entry.topics = dict(hb.topics)
+        ids = self.broker_ids.setdefault(hb.broker, set())
+        first = hb.broker_id not in ids
+        ids.add(hb.broker_id)
+        live = self.live.get(key)
+        changed = first or live is None or live.data_version != hb.data_version
+        if live is None:
+            live = self.live[key] = _Live(self.sim.now, None)
+        live.last_update_ms = self.sim.now
+        if hb.parts is not None and hb.parts > 1:
+            if live.parts_version != hb.data_version:
+                if not changed:
+                    return
+                live.parts, live.parts_version = {}, hb.data_version
+            live.parts[hb.part or 0] = hb.topics
+            if len(live.parts) < hb.parts:
+                return
+            topics = {t: c for part in live.parts.values() for t, c in part.items()}
+            live.parts, live.parts_version = {}, None
+        elif not changed:
+            live.data_version = hb.data_version
+            return
         else:
-            if entry.parts_version != hb.data_version:
-                entry.parts, entry.parts_version = {}, hb.data_version
-            entry.parts[hb.part or 0] = hb.topics
-            if len(entry.parts) == hb.parts:
-                entry.topics = {t: c for part in entry.parts.values() for t, c in part.items()}
-                entry.parts, entry.parts_version = {}, None
+            topics = hb.topics
+        live.data_version = hb.data_version
+        if hb.broker_id == 0:
+            for topic, config in topics.items():
+                self.queues.setdefault(topic, {})[hb.broker] = config
+
+    def channel_closed(self, key: BrokerKey) -> None:
+        """The broker's connection closed (its process died): drop it at once."""
+        self._remove(key)
 
     def scan(self) -> None:
         """Drop brokers whose last registration is more than 120 s old."""
         now = self.sim.now
-        for key in [
-            k for k, e in self.brokers.items() if e.last_update_ms + BROKER_EXPIRY_MS < now
-        ]:
-            del self.brokers[key]
+        for key in [k for k, e in self.live.items() if e.last_update_ms + BROKER_EXPIRY_MS < now]:
+            self._remove(key)
+
+    def _remove(self, key: BrokerKey) -> None:
+        """Unregister one broker; a broker name with no address left leaves every route."""
+        _, name, broker_id = key
+        self.live.pop(key, None)
+        ids = self.broker_ids.get(name)
+        if ids is None:
+            return
+        ids.discard(broker_id)
+        if ids:
+            return
+        del self.broker_ids[name]
+        for topic in list(self.queues):
+            self.queues[topic].pop(name, None)
+            if not self.queues[topic]:
+                del self.queues[topic]
 
     def delete_topic(self, topic: str) -> None:
         """``mqadmin deleteTopic`` also deletes the topic from every NameServer."""
-        for entry in self.brokers.values():
-            entry.topics.pop(topic, None)
+        self.queues.pop(topic, None)
 
     def route(self, topic: str) -> list[QueueData] | None:
-        """The route a client gets for ``topic``: one entry per broker name, sorted, or None.
-
-        Where a master and its slave both list the topic, the master's counts win.
-        """
-        chosen: dict[str, tuple[int, TopicConfig]] = {}
-        for (_, name, broker_id), entry in self.brokers.items():
-            config = entry.topics.get(topic)
-            if config is None:
-                continue
-            if name not in chosen or broker_id < chosen[name][0]:
-                chosen[name] = (broker_id, config)
-        if not chosen:
+        """The route a client gets for ``topic``: one entry per broker name, sorted, or None."""
+        queues = self.queues.get(topic)
+        if not queues:
             return None
         return [
             QueueData(
@@ -97,5 +144,5 @@ class NameServer:
                 write_queue_nums=config.write_queue_nums,
                 perm=config.perm,
             )
-            for name, (_, config) in sorted(chosen.items())
+            for name, config in sorted(queues.items())
         ]

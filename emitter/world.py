@@ -9,7 +9,7 @@ from emitter.clients import Consumer, Producer
 from emitter.namesrv import NameServer
 from emitter.sim import DEFAULT_START_MS, Simulation
 from routewatch.events import Event
-from routewatch.rocketmq import PERM_READ, PERM_WRITE, TBW102
+from routewatch.rocketmq import DEFAULT_TOPIC_QUEUE_NUMS, PERM_READ, PERM_WRITE, TBW102
 
 __all__ = ["DEFAULT_CLUSTER", "World"]
 
@@ -84,11 +84,15 @@ class World:
         auto_create: bool = True,
         namesrvs: Iterable[str] | None = None,
         split_size: int | None = None,
+        default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+        version: tuple[int, int, int] = (4, 9, 8),
         start: bool = True,
     ) -> Broker:
         """A broker registering with ``namesrvs`` (every NameServer by default), started now.
 
-        A slave (``broker_id`` > 0) copies the table of the master of the same name."""
+        A slave (``broker_id`` > 0) copies the table of the master of the same name. ``version``
+        is the broker's RocketMQ release where behaviour changed between releases (a broker
+        before 4.8.0 lets ``deleteTopic`` remove TBW102)."""
         index = len(self.brokers)
         broker = Broker(
             self.sim,
@@ -98,7 +102,9 @@ class World:
             addr=f"10.0.1.{10 + index}:10911",
             namesrvs=self._namesrvs(namesrvs),
             auto_create=auto_create,
+            default_topic_queue_nums=default_topic_queue_nums,
             split_size=split_size,
+            version=version,
             master=self._master(name) if broker_id != 0 else None,
         )
         self.brokers[(name, broker_id)] = broker
@@ -180,9 +186,13 @@ class World:
         for broker in self.masters(cluster):
             broker.upsert_topic(topic, read if read is not None else queues, queues, perm)
 
-    def delete_topic(self, topic: str, *, cluster: str = DEFAULT_CLUSTER) -> None:
-        """``mqadmin deleteTopic -c <cluster>``: from every master and every NameServer."""
+    def delete_topic(self, topic: str, *, cluster: str = DEFAULT_CLUSTER) -> bool:
+        """``mqadmin deleteTopic -c <cluster>``: from every master, then every NameServer. A
+        master that refuses (TBW102 from 4.8.0 on) fails the command there, before any
+        NameServer is asked: False."""
         for broker in self.masters(cluster):
-            broker.delete_topic(topic)
+            if not broker.delete_topic(topic):
+                return False
         for ns in self.namesrvs.values():
             ns.delete_topic(topic)
+        return True

@@ -15,13 +15,18 @@ T = "TopicA"
 
 
 def _world(
-    seed: int = 0, *, auto_create: bool = True, namesrvs: int = 1, version: int = 4
+    seed: int = 0,
+    *,
+    auto_create: bool = True,
+    namesrvs: int = 1,
+    version: int = 4,
+    broker_version: tuple[int, int, int] = (4, 9, 8),
 ) -> World:
     w = World(seed, namesrv_version=version)
     for _ in range(namesrvs):
         w.add_namesrv()
-    w.add_broker("broker-a", auto_create=auto_create)
-    w.add_broker("broker-b", auto_create=auto_create)
+    w.add_broker("broker-a", auto_create=auto_create, version=broker_version)
+    w.add_broker("broker-b", auto_create=auto_create, version=broker_version)
     return w
 
 
@@ -104,9 +109,13 @@ def test_five_or_more_sends_before_the_refresh_always_reach_both_brokers(sends: 
 
 
 def test_a_broker_without_a_usable_template_refuses_with_topic_not_exist() -> None:
+    """broker-b's table changed (so topics.json holds TBW102) before it restarts with
+    auto-creation off: it still registers TBW102, the template route names it, and it refuses
+    the sends it gets there."""
     w = _world()
     b = w.broker("broker-b")
-    w.at(2, b.die)
+    w.at(1, lambda: b.upsert_topic("Orders", 8, 8))
+    w.at(2, b.kill)
     w.at(3, lambda: b.start(auto_create=False))
     p = w.add_producer()
     w.every(1, lambda: p.send(T), 5, 20)
@@ -118,8 +127,27 @@ def test_a_broker_without_a_usable_template_refuses_with_topic_not_exist() -> No
     assert all(
         isinstance(hb, Heartbeat) and TBW102 in hb.topics
         for hb in _of(events, Heartbeat)
-        if hb.broker == "broker-b"
+        if hb.broker == "broker-b" and hb.full
     )
+    assert _route_brokers(w) == ["broker-a"]
+
+
+def test_a_broker_whose_table_never_changed_restarts_without_tbw102() -> None:
+    """A broker writes topics.json only when its table changes: one that never changed and
+    restarts with auto-creation off has no TBW102, and new topics land on the others."""
+    w = _world()
+    b = w.broker("broker-b")
+    w.at(2, b.kill)
+    w.at(3, lambda: b.start(auto_create=False))
+    p = w.add_producer()
+    w.every(1, lambda: p.send(T), 5, 20)
+    events = w.run(25)
+
+    assert TBW102 not in b.topics
+    assert [q.broker for q in w.namesrvs[next(iter(w.namesrvs))].route(TBW102) or []] == [
+        "broker-a"
+    ]
+    assert {e.status for e in _of(events, Send)} == {"SEND_OK"}
     assert _route_brokers(w) == ["broker-a"]
 
 
@@ -161,7 +189,8 @@ class TestNoRouteInfoCauses:
         assert [e.status for e in _of(events, Send)] == ["NO_ROUTE_INFO"]
 
     def test_tbw102_deleted_where_auto_creation_is_on(self) -> None:
-        w = _world()
+        """Brokers before 4.8.0 let ``deleteTopic`` remove TBW102 (4.8.0 and later refuse)."""
+        w = _world(broker_version=(4, 7, 1))
         p = w.add_producer()
         w.at(1, lambda: w.delete_topic(TBW102))
         w.at(15, lambda: p.send(T))
@@ -186,7 +215,28 @@ class TestNoRouteInfoCauses:
         assert failure.ts - last_heartbeat > 120_000
 
 
-@pytest.mark.parametrize(("version", "dropped_at"), [(4, 170), (5, 165)])
+def test_a_broker_from_4_8_refuses_to_delete_tbw102() -> None:
+    """What RocketMQ 4.9.8 did: ``mqadmin deleteTopic`` of TBW102 fails on the first broker
+    ("conflict with system topic") and no NameServer is asked."""
+    w = _world()
+    w.run(1)
+    assert not w.delete_topic(TBW102)
+    assert not w.broker("broker-a").delete_topic(TBW102)
+    assert not w.broker("broker-a").upsert_topic(TBW102, 4, 4)
+    assert all(TBW102 in b.topics for b in w.brokers.values())
+    assert _route_brokers(w, TBW102) == ["broker-a", "broker-b"]
+
+
+def test_a_killed_broker_leaves_every_route_at_once() -> None:
+    """Its connections close with the process: each NameServer drops it then, with no event."""
+    w = _world(namesrvs=2)
+    w.at(1, lambda: w.create_topic(T, 4))
+    w.at(60, w.broker("broker-b").kill)
+    w.run(60)
+    assert _route_brokers(w, i=0) == _route_brokers(w, i=1) == ["broker-a"]
+
+
+@pytest.mark.parametrize(("version", "dropped_at"), [(4, 165), (5, 165)])
 def test_a_silent_broker_leaves_routes_at_the_first_scan_after_120s(
     version: int, dropped_at: int
 ) -> None:
@@ -225,28 +275,34 @@ def test_a_split_registration_replaces_the_table_once_every_part_arrived() -> No
     w = World(0)
     ns = w.add_namesrv()
     b = w.add_broker("broker-a", split_size=2, start=False)
-    for i in range(4):
-        b.topics[f"T{i}"] = TopicConfig(read_queue_nums=4, write_queue_nums=4, perm=6)
+    b.stored = {
+        f"T{i}": TopicConfig(read_queue_nums=4, write_queue_nums=4, perm=6) for i in range(4)
+    }
     b.start()
     events = w.run(0)
 
     parts = _of(events, Heartbeat)
-    assert [(hb.part, hb.parts) for hb in parts] == [(0, 3), (1, 3), (2, 3)]
+    assert [(hb.part, hb.parts) for hb in parts] == [(0, 4), (1, 4), (2, 4), (3, 4)]
     assert len({hb.data_version for hb in parts}) == 1
-    assert sorted(t for hb in parts for t in hb.topics) == ["T0", "T1", "T2", "T3", TBW102]
+    assert sorted(t for hb in parts for t in hb.topics) == sorted(
+        ["T0", "T1", "T2", "T3", TBW102, "DefaultCluster", "broker-a"]
+    )
     assert all(ns.route(t) for t in ["T0", "T3", TBW102])
 
 
-def test_an_admin_topic_change_registers_at_once_and_a_delete_at_the_next_full_registration() -> (
-    None
-):
+def test_an_admin_topic_change_registers_at_once_and_a_delete_on_one_broker_never_does() -> None:
+    """A registration never removes a topic from a NameServer: deleted on broker-b alone, the
+    topic stays routed there while broker-b lives; ``mqadmin deleteTopic`` removes it."""
     w = _world()
     w.at(1, lambda: w.create_topic(T, 8))
-    w.at(2, lambda: w.broker("broker-b").delete_topic(T))
-    w.run(9)
+    w.run(1)
     assert _route_brokers(w) == ["broker-a", "broker-b"]
-    w.run(10)
-    assert _route_brokers(w) == ["broker-a"]
+    w.at(2, lambda: w.broker("broker-b").delete_topic(T))
+    w.run(100)
+    assert T not in w.broker("broker-b").topics
+    assert _route_brokers(w) == ["broker-a", "broker-b"]
+    assert w.delete_topic(T)
+    assert _route_brokers(w) == []
 
 
 def test_a_restart_keeps_the_topic_table() -> None:
@@ -269,10 +325,12 @@ def test_a_restart_with_a_lost_store_starts_from_an_empty_table() -> None:
     w.at(25, lambda: b.start(keep_store=False))
     events = w.run(26)
 
-    assert set(b.topics) == {TBW102}  # TBW102 created again: auto-creation is on
+    # Its own topics again: TBW102 (auto-creation is on), the cluster's and its name's.
+    own = {TBW102, "DefaultCluster", "broker-b"}
+    assert set(b.topics) == own
     hbs = [hb for hb in _of(events, Heartbeat) if hb.broker == "broker-b"]
     before, first = hbs[-3], hbs[-1]  # the full registration at 10 s, and the one at restart
-    assert (first.ts, first.full, set(first.topics)) == (w.ms(25), True, {TBW102})
+    assert (first.ts, first.full, set(first.topics)) == (w.ms(25), True, own)
     assert first.data_version != before.data_version
     assert _route_brokers(w) == ["broker-a"]
 

@@ -88,11 +88,12 @@ def _final_world(scenario: Scenario, seed: int) -> World:
 
 
 def _registered(world: World, cluster: str) -> dict[str, dict[tuple[str, int], set[str]]]:
-    """NameServer -> (broker, id) of ``cluster`` registered there -> the topics it lists there."""
+    """NameServer -> (broker, id) of ``cluster`` registered there -> the topics it routes to
+    that broker there (a NameServer keeps queue data per broker name, from masters only)."""
     return {
         addr: {
-            (name, bid): set(entry.topics)
-            for (c, name, bid), entry in ns.brokers.items()
+            (name, bid): ns.topics_of(name) if bid == 0 else set()
+            for (c, name, bid) in ns.brokers
             if c == cluster
         }
         for addr, ns in world.namesrvs.items()
