@@ -18,6 +18,14 @@ from api.access import StoreAccess
 from api.settings import ApiSettings
 from api.topic_cache import TopicCache
 from routewatch.alerts import ALERT_KINDS
+from routewatch.changes import (
+    ALERTS_OPENED,
+    DUPLICATES,
+    EVENTS_APPLIED,
+    LATE,
+    QUARANTINED,
+    SENDS,
+)
 from routewatch.events import EVENT_CLASSES, SendStatus
 from routewatch.store import Store, StoreUnavailableError
 from routewatch.store.views import broker_views, snapshot, topic_items
@@ -119,22 +127,22 @@ class StoreCollector(Collector):
         yield counter(
             "routewatch_alerts_opened",
             "Alerts opened, by kind.",
-            "alerts_opened",
+            ALERTS_OPENED,
             "kind",
             ALERT_KINDS,
         )
         yield counter(
-            "routewatch_events", "Events applied, by type.", "events", "type", EVENT_CLASSES
+            "routewatch_events", "Events applied, by type.", EVENTS_APPLIED, "type", EVENT_CLASSES
         )
         yield counter(
             "routewatch_events_quarantined",
             "Bad input, by reason.",
-            "quarantined",
+            QUARANTINED,
             "reason",
             BAD_INPUT_REASONS,
         )
-        yield counter("routewatch_events_late", "Events beyond the lateness bound.", "late", None)
-        yield counter("routewatch_events_duplicate", "Repeated event ids.", "duplicates", None)
+        yield counter("routewatch_events_late", "Events beyond the lateness bound.", LATE, None)
+        yield counter("routewatch_events_duplicate", "Repeated event ids.", DUPLICATES, None)
         sends = CounterMetricFamily(
             "routewatch_sends", "Sends, by cluster and status.", labels=["cluster", "status"]
         )
@@ -144,7 +152,7 @@ class StoreCollector(Collector):
             for status in SEND_STATUSES
         }
         for (n, status, cluster), value in counters.items():
-            if n == "sends":
+            if n == SENDS:
                 by_cluster[cluster, status] = value
         for (cluster, status), value in sorted(by_cluster.items()):
             sends.add_metric([cluster, status], value)

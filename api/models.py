@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+import pydantic
 from pydantic import BaseModel
+
+from routewatch.alerts import StoredAlert
 
 __all__ = [
     "AlertPublic",
@@ -18,25 +19,10 @@ __all__ = [
 ]
 
 
-class AlertPublic(BaseModel):
+@pydantic.dataclasses.dataclass
+class AlertPublic(StoredAlert):
     """One alert with every field of the catalogue, and its acknowledgement state."""
 
-    id: str
-    kind: str
-    severity: str
-    state: str
-    cluster: str
-    topic: str | None
-    broker: str | None
-    broker_id: int | None
-    cause: str | None
-    opened_at: int
-    updated_at: int
-    resolved_at: int | None
-    detected_at: int
-    summary: str
-    evidence: dict[str, Any]
-    remedy: str | None
     acked_at: int | None = None
     acked_by: str | None = None
     silenced_until: int | None = None

@@ -107,12 +107,13 @@ from emitter.scenarios import SCENARIOS
 from emitter.settings import EmitterSettings
 from emitter.sim import DEFAULT_START_MS
 from emitter.trace import TraceWriter
+from routewatch.alerts import AlertKind, alert_id
 from routewatch.cli import plain_text
 from routewatch.codec import encode, to_wire
 from routewatch.events import Event, RoutePull
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
-from streaming.engine import ClusterEngine, Intake, alert_id
+from streaming.engine import ClusterEngine, Intake
 from streaming.engine.runner import DEFAULT_DEDUPE_HORIZON_MS
 from streaming.settings import StreamingSettings
 from tests.support.kafka import API_VERSION, KafkaBroker, running_broker
@@ -191,7 +192,7 @@ class FleetLine:
         return self.raw[:at] + str(t0_ms + self.at_ms).encode() + self.raw[end:]
 
 
-AlertIdentity = tuple[str, str | None, str | None, int | None, int]
+AlertIdentity = tuple[AlertKind, str | None, str | None, int | None, int]
 """(kind, topic, broker, broker_id, opened_at) within one cluster."""
 
 

@@ -73,11 +73,12 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
+from routewatch.changes import Count, encode_count
 from routewatch.cli import plain_text
 from routewatch.settings import load
 from streaming.jobs import start_stream
 from streaming.pipeline import by_stream, file_lines
-from streaming.processor import CHANGES_SCHEMA
+from streaming.processor import CHANGES_SCHEMA, changes_frame
 from streaming.progress import QueryEvents, add_query_events
 from streaming.read import read_events
 from streaming.session import spark_session
@@ -218,10 +219,7 @@ class CountingProcessor(StatefulProcessor):
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         count = sum(len(frame) for frame in rows)
-        row = (str(key[0]), "count", "rows", None, str(count))
-        yield pd.DataFrame([row], columns=["cluster", "kind", "key", "at", "payload"]).astype(
-            {"at": "Int64"}
-        )
+        yield changes_frame([encode_count(str(key[0]), Count("rows", "", count, None))])
 
     def close(self) -> None:
         pass

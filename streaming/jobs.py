@@ -3,6 +3,7 @@ job over the spool (``stream``). Both wire the same stages of :mod:`streaming.pi
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import logging
 import os
@@ -14,11 +15,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import orjson
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from routewatch.alerts import Alert, StoredAlert
+from routewatch.changes import alert_versions
 from routewatch.errors import RoutewatchError
 from routewatch.store import Store, StoreUnavailableError, open_store
 from streaming.kafka_source import KafkaDataSource
@@ -53,13 +55,10 @@ def check_readable(path: Path) -> None:
         raise RoutewatchError(f"cannot read the trace {path}: {exc.strerror}.") from None
 
 
-def final_alerts(rows: list[Any]) -> list[dict[str, Any]]:
+def final_alerts(rows: list[Any]) -> list[Alert]:
     """The last version of each alert among change rows, ordered by opening."""
-    latest: dict[str, dict[str, Any]] = {}
-    for row in sorted((r for r in rows if r.kind == "alert"), key=lambda r: (r.cluster, r.key)):
-        alert = orjson.loads(row.payload)
-        latest[alert["id"]] = alert
-    return sorted(latest.values(), key=lambda a: (a["opened_at"], a["kind"], a["id"]))
+    latest = {alert.id: alert for alert in alert_versions(rows)}
+    return sorted(latest.values(), key=lambda a: (a.opened_at, a.kind, a.id))
 
 
 def evaluate_traces(
@@ -78,7 +77,9 @@ def evaluate_traces(
             final=True,
         ).collect()
         detected = int(time.time() * 1000)
-        out[str(path)] = [{**a, "detected_at": detected} for a in final_alerts(rows)]
+        out[str(path)] = [
+            dataclasses.asdict(StoredAlert.detected(a, detected)) for a in final_alerts(rows)
+        ]
     return out
 
 

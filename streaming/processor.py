@@ -13,12 +13,14 @@ All the state is one map state variable, ``entries`` (:data:`STATE_VARIABLES`): 
 and binds encoders in the JVM for every state variable a task declares, every batch (about
 16 ms each here).
 
-Output rows are changes (see :data:`CHANGES_SCHEMA`): alert versions, route changes, broker
-registration states, counter increments, late and bad input, and each cluster's clock.
+Output rows are changes (:class:`routewatch.changes.ChangeRow`, in Spark's terms
+:data:`CHANGES_SCHEMA`): alert versions, route changes, broker registration states, counter
+increments, late and bad input, and each cluster's clock, encoded by :mod:`routewatch.changes`.
 """
 
 from __future__ import annotations
 
+import typing
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -41,6 +43,27 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from routewatch.changes import (
+    DUPLICATES,
+    EVENTS_APPLIED,
+    LATE,
+    SENDS,
+    BadLine,
+    BrokerState,
+    ChangeRow,
+    ClusterClock,
+    Count,
+    LateEvent,
+    TopicCreated,
+    encode_alert,
+    encode_bad,
+    encode_broker,
+    encode_clock,
+    encode_count,
+    encode_late,
+    encode_route,
+    encode_topic,
+)
 from streaming.engine.cluster import ClusterEngine
 from streaming.engine.intake import Held, Intake, dedupe_id
 from streaming.engine.state import (
@@ -63,10 +86,9 @@ __all__ = [
     "STATE_VARIABLES",
     "STREAM_KEY",
     "StreamProcessor",
+    "changes_frame",
     "schema",
 ]
-
-CHANGES_SCHEMA = "cluster string, kind string, key string, at long, payload string"
 # the one group of the stateful stage (its grouping column is ``stream``)
 STREAM_KEY = "routewatch"
 # the layout of the state below; a checkpoint written with another one is not resumed
@@ -114,6 +136,26 @@ def schema(ddl: str) -> StructType:
         name, type_name = column.split()
         fields.append(StructField(name, _TYPES[type_name], True))
     return StructType(fields)
+
+
+def _ddl(record: type) -> str:
+    """A record's fields as a Spark DDL string (str: string, int: long; every column may be
+    null)."""
+    names = {str: "string", int: "long"}
+    columns = []
+    for name, hint in typing.get_type_hints(record).items():
+        (base,) = [t for t in typing.get_args(hint) or (hint,) if t is not type(None)]
+        columns.append(f"{name} {names[base]}")
+    return ", ".join(columns)
+
+
+# the output's columns, in Spark's DDL: those of a change row
+CHANGES_SCHEMA = _ddl(ChangeRow)
+
+
+def changes_frame(rows: list[ChangeRow]) -> pd.DataFrame:
+    """Change rows as the processor yields them."""
+    return pd.DataFrame(rows, columns=list(ChangeRow._fields)).astype({"at": "Int64"})
 
 
 def _bucket(topic: str) -> int:
@@ -208,15 +250,14 @@ class StreamProcessor(StatefulProcessor):
             ["cluster", "event_id", "ts", "seq", "value", "reason", "detail"]
         ).to_pydict()
         arrivals: list[Arrival] = []
-        bad: list[Row] = []
+        bad: list[ChangeRow] = []
         for cluster, eid, ts, seq, value, reason, detail in zip(*columns.values(), strict=True):
             if reason is None:
                 arrivals.append((dedupe_id(cluster, eid), ts, seq, value))
             else:
-                payload = {"raw": value, "reason": reason, "detail": detail}
-                bad.append((cluster, "bad", reason, None, orjson.dumps(payload).decode()))
+                bad.append(encode_bad(cluster, BadLine(reason, detail, value)))
         if bad:
-            yield _frame(bad)
+            yield changes_frame(bad)
         intake, seen_keys = self._load_intake(arrivals)
         data = self.entries.get(CLOCK)
         clock = Clock.from_json(orjson.loads(data)) if data else Clock()
@@ -224,20 +265,18 @@ class StreamProcessor(StatefulProcessor):
         result = stream.receive(arrivals)
         if self.final:
             stream.flush()
-        out: list[Row] = []
+        out: list[ChangeRow] = []
         for cluster, engine in stream.finish():
             self._save_engine(cluster, engine)
             out += _engine_outputs(cluster, engine, clock.stream_time)
         out += _intake_outputs(result.late, result.duplicates, clock.stream_time)
-        clock_payload = orjson.dumps(
-            {"max_received": intake.max_received, "held": intake.held_count}
-        ).decode()
+        cluster_clock = ClusterClock(clock.stream_time, intake.max_received, intake.held_count)
         for cluster in sorted(clock.clusters):
-            out.append((cluster, "clock", cluster, clock.stream_time, clock_payload))
+            out.append(encode_clock(cluster, cluster_clock))
         self._save_intake(intake, seen_keys)
         self.entries.put(CLOCK, orjson.dumps(clock.to_json()))
         if out:
-            yield _frame(out)
+            yield changes_frame(out)
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -331,84 +370,39 @@ class StreamProcessor(StatefulProcessor):
         pass
 
 
-Row = tuple[str | None, str, str, int | None, str]
-
-
-def _frame(rows: list[Row]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["cluster", "kind", "key", "at", "payload"]).astype(
-        {"at": "Int64"}
-    )
-
-
-def _engine_outputs(cluster: str, engine: ClusterEngine, now: int | None) -> list[Row]:
+def _engine_outputs(cluster: str, engine: ClusterEngine, now: int | None) -> list[ChangeRow]:
     """What a cluster's engine changed in this batch, as change rows."""
-    rows: list[Row] = []
-    for i, alert in enumerate(engine.book.take_changes()):
-        # key: the alert id and the change's place in this batch, so versions sort in order
-        rows.append(
-            (
-                cluster,
-                "alert",
-                f"{alert.id}|{i:06d}",
-                alert.updated_at,
-                orjson.dumps(alert.to_dict()).decode(),
-            )
-        )
-    for change in engine.out.route_changes:
-        ns, broker, broker_id = change.reg
-        rows.append(
-            (
-                cluster,
-                "route",
-                orjson.dumps([change.topic, ns, broker, broker_id]).decode(),
-                change.at,
-                orjson.dumps(None if change.config is None else list(change.config)).decode(),
-            )
-        )
+    rows = [encode_alert(alert, i) for i, alert in enumerate(engine.book.take_changes())]
+    rows += [encode_route(cluster, change) for change in engine.out.route_changes]
     for topic, at in sorted(engine.out.auto_created.items()):
-        rows.append((cluster, "topic", topic, at, orjson.dumps({"auto_created_at": at}).decode()))
+        rows.append(encode_topic(cluster, TopicCreated(topic, at)))
     for key in sorted(engine.out.touched_regs):
         reg = engine.meta.regs[key]
-        state = {
-            "addr": reg.addr,
-            "live": reg.live,
-            "shutdown": reg.shutdown,
-            "auto_create": reg.auto_create,
-            "template": reg.template,
-            "last_heartbeat": reg.last_hb,
-        }
-        rows.append(
-            (
-                cluster,
-                "broker",
-                orjson.dumps(list(key)).decode(),
-                reg.last_hb,
-                orjson.dumps(state).decode(),
-            )
+        state = BrokerState(
+            key, reg.addr, reg.live, reg.shutdown, reg.auto_create, reg.template, reg.last_hb
         )
-    counts = {f"events|{k}": v for k, v in engine.out.events.items()}
-    counts.update({f"sends|{k}": v for k, v in engine.out.sends.items()})
-    for name, value in sorted(counts.items()):
-        rows.append((cluster, "count", name, now, str(value)))
+        rows.append(encode_broker(cluster, state))
+    counts = [Count(EVENTS_APPLIED, k, v, now) for k, v in engine.out.events.items()]
+    counts += [Count(SENDS, k, v, now) for k, v in engine.out.sends.items()]
+    for count in sorted(counts, key=lambda c: (c.name, c.label)):
+        rows.append(encode_count(cluster, count))
     return rows
 
 
 def _intake_outputs(
     late: list[tuple[str, str]], duplicates: list[str], now: int | None
-) -> list[Row]:
+) -> list[ChangeRow]:
     """Late input (kept with its reason) and the late and duplicate counts, by the cluster
     each line names."""
-    rows: list[Row] = []
+    rows: list[ChangeRow] = []
     counts: dict[tuple[str, str], int] = {}
     for raw in duplicates:
         cluster = orjson.loads(raw)["cluster"]
-        counts[(cluster, "duplicates|")] = counts.get((cluster, "duplicates|"), 0) + 1
+        counts[(cluster, DUPLICATES)] = counts.get((cluster, DUPLICATES), 0) + 1
     for raw, detail in late:
         cluster = orjson.loads(raw)["cluster"]
-        counts[(cluster, "late|")] = counts.get((cluster, "late|"), 0) + 1
-        rows.append(
-            (cluster, "late", "late", None, orjson.dumps({"raw": raw, "detail": detail}).decode())
-        )
+        counts[(cluster, LATE)] = counts.get((cluster, LATE), 0) + 1
+        rows.append(encode_late(cluster, LateEvent(detail, raw)))
     for (cluster, name), value in sorted(counts.items()):
-        rows.append((cluster, "count", name, now, str(value)))
+        rows.append(encode_count(cluster, Count(name, "", value, now)))
     return rows

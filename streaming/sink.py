@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 
-from routewatch.store import ChangeRow, Store, StoreUnavailableError, open_store
+from routewatch.changes import ChangeRow
+from routewatch.store import Store, StoreUnavailableError, open_store
 
 __all__ = ["job_name", "store_writer"]
 
@@ -36,7 +37,7 @@ def store_writer(
     store: list[Store] = []
 
     def write(batch: DataFrame, batch_id: int) -> None:
-        rows = [ChangeRow(r.cluster, r.kind, r.key, r.at, r.payload) for r in batch.collect()]
+        rows = [ChangeRow._make(r) for r in batch.collect()]
         deadline = time.monotonic() + retry_for_s
         delay = 0.2
         while True:

@@ -19,6 +19,7 @@ from api.models import (
     TopicsPublic,
 )
 from api.problems import ProblemError
+from routewatch.changes import LATE, QUARANTINED
 from routewatch.store import Store
 from routewatch.store.views import (
     SortKey,
@@ -137,8 +138,8 @@ def list_quarantine(
 ) -> QuarantinePublic:
     counts: dict[str, int] = {}
     for (name, label, _), value in store.counters().items():
-        if name == "quarantined":
+        if name == QUARANTINED:
             counts[label] = counts.get(label, 0) + value
-        elif name == "late":
-            counts["late"] = counts.get("late", 0) + value
+        elif name == LATE:  # late events, quarantined with the reason LATE
+            counts[LATE] = counts.get(LATE, 0) + value
     return QuarantinePublic(data=store.quarantine(limit), counts=counts)  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """The store: schema, migrations and queries. It never imports pyspark."""
 
-from routewatch.store.store import ChangeRow, Store, StoreUnavailableError, open_store
+from routewatch.store.store import Store, StoreUnavailableError, open_store
 
-__all__ = ["ChangeRow", "Store", "StoreUnavailableError", "open_store"]
+__all__ = ["Store", "StoreUnavailableError", "open_store"]

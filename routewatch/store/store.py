@@ -10,15 +10,30 @@ nothing is written twice or lost. Readers (the API) only read.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from routewatch.alerts import Alert, StoredAlert
+from routewatch.changes import (
+    ALERTS_OPENED,
+    LATE,
+    QUARANTINED,
+    BadLine,
+    BrokerState,
+    ChangeRow,
+    ClusterClock,
+    Count,
+    LateEvent,
+    RouteChange,
+    TopicCreated,
+    decode,
+)
 from routewatch.errors import RoutewatchError
 from routewatch.store.postgres import (
     MIGRATION_LOCK,
@@ -30,22 +45,11 @@ from routewatch.store.postgres import (
 )
 from routewatch.store.schema import MIGRATIONS
 
-__all__ = ["ChangeRow", "Store", "StoreUnavailableError", "open_store"]
+__all__ = ["Store", "StoreUnavailableError", "alert_row", "open_store"]
 
 
 class StoreUnavailableError(RoutewatchError):
     """The store cannot be reached or is busy."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeRow:
-    """One row of the streaming job's output (``streaming.processor.CHANGES_SCHEMA``)."""
-
-    cluster: str | None
-    kind: str
-    key: str
-    at: int | None
-    payload: str
 
 
 # A connection: ``sqlite3.Connection`` or :class:`PgConnection` (the methods the store uses).
@@ -183,7 +187,8 @@ class Store:
             if seen:
                 return False
             for row in rows:
-                _WRITERS[row.kind](db, row, now)
+                change = decode(row)
+                _WRITERS[type(change)](db, row.cluster, change, now)
             db.execute(
                 "INSERT INTO batches (job, batch_id, written_at, change_rows) VALUES (?, ?, ?, ?)",
                 (job, batch_id, now, len(rows)),
@@ -242,7 +247,7 @@ class Store:
         args: tuple[Any, ...] = ()
         if state is not None:
             sql, args = sql + " WHERE state = ?", (state,)
-        return [_alert(r) for r in self.db.execute(sql + " ORDER BY opened_at, id", args)]
+        return [alert_row(r) for r in self.db.execute(sql + " ORDER BY opened_at, id", args)]
 
     def alert_log(self, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         rows = self.db.execute(
@@ -285,77 +290,59 @@ def _report(db: Connection, job: str, now: int, behind: bool) -> None:
     )
 
 
-def _alert(row: Any) -> dict[str, Any]:
+def alert_row(row: Any) -> dict[str, Any]:
+    """A row of ``alerts`` (and whatever a query joined to it) as a dict, its evidence read
+    back from JSON."""
     out = dict(row)
     out["evidence"] = orjson.loads(out["evidence"])
     return out
 
 
-_ALERT_COLUMNS = (
-    "id",
-    "kind",
-    "severity",
-    "state",
-    "cluster",
-    "topic",
-    "broker",
-    "broker_id",
-    "cause",
-    "opened_at",
-    "updated_at",
-    "resolved_at",
-    "detected_at",
-    "summary",
-    "evidence",
-    "remedy",
+# the columns of ``alerts``: a stored alert's fields
+_ALERT_COLUMNS = tuple(f.name for f in dataclasses.fields(StoredAlert))
+_ALERT_UPDATES = ", ".join(
+    f"{c} = excluded.{c}" for c in _ALERT_COLUMNS if c not in ("id", "detected_at")
+)
+_ALERT_UPSERT = (
+    f"INSERT INTO alerts ({', '.join(_ALERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_ALERT_COLUMNS))}) "
+    f"ON CONFLICT (id) DO UPDATE SET {_ALERT_UPDATES}"
 )
 
 
-def _write_alert(db: Connection, row: ChangeRow, now: int) -> None:
-    alert = orjson.loads(row.payload)
-    found = db.execute("SELECT detected_at FROM alerts WHERE id = ?", (alert["id"],)).fetchone()
-    alert["detected_at"] = found[0] if found else now
-    values = [
-        alert[c] if c != "evidence" else orjson.dumps(alert[c]).decode() for c in _ALERT_COLUMNS
-    ]
-    updates = ", ".join(
-        f"{c} = excluded.{c}" for c in _ALERT_COLUMNS if c not in ("id", "detected_at")
-    )
-    db.execute(
-        f"INSERT INTO alerts ({', '.join(_ALERT_COLUMNS)}) VALUES ({', '.join('?' * len(values))}) "
-        f"ON CONFLICT (id) DO UPDATE SET {updates}",
-        values,
-    )
-    change = "opened" if not found else ("resolved" if alert["state"] == "resolved" else "updated")
+def _write_alert(db: Connection, cluster: str | None, alert: Alert, now: int) -> None:
+    found = db.execute("SELECT detected_at FROM alerts WHERE id = ?", (alert.id,)).fetchone()
+    stored = StoredAlert.detected(alert, found[0] if found else now)
+    values = [getattr(stored, c) for c in _ALERT_COLUMNS]
+    # a field that holds an object (the evidence) is kept as its JSON text
+    values = [orjson.dumps(v).decode() if isinstance(v, dict) else v for v in values]
+    db.execute(_ALERT_UPSERT, values)
+    change = "opened" if not found else ("resolved" if alert.state == "resolved" else "updated")
     if not found:
-        _add_counter(db, "alerts_opened", alert["kind"], alert["cluster"], 1)
+        _add_counter(db, ALERTS_OPENED, alert.kind, alert.cluster, 1)
     db.execute(
         "INSERT INTO alert_log (alert_id, change, at, written_at, alert) VALUES (?, ?, ?, ?, ?)",
-        (alert["id"], change, alert["updated_at"], now, orjson.dumps(alert).decode()),
+        (alert.id, change, alert.updated_at, now, orjson.dumps(stored).decode()),
     )
 
 
-def _write_route(db: Connection, row: ChangeRow, now: int) -> None:
-    topic, namesrv, broker, broker_id = orjson.loads(row.key)
-    config = orjson.loads(row.payload)
-    key = (row.cluster, topic, namesrv, broker, broker_id)
+def _write_route(db: Connection, cluster: str | None, change: RouteChange, now: int) -> None:
+    key = (cluster, change.topic, *change.reg)
     db.execute(
         "UPDATE route_intervals SET valid_to = ? WHERE cluster = ? AND topic = ? AND namesrv = ? "
         "AND broker = ? AND broker_id = ? AND valid_to IS NULL",
-        (row.at, *key),
+        (change.at, *key),
     )
-    if config is not None:
+    if change.config is not None:
         db.execute(
             "INSERT INTO route_intervals (cluster, topic, namesrv, broker, broker_id, "
             "read_queue_nums, write_queue_nums, perm, valid_from) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*key, *config, row.at),
+            (*key, *change.config, change.at),
         )
 
 
-def _write_broker(db: Connection, row: ChangeRow, now: int) -> None:
-    namesrv, broker, broker_id = orjson.loads(row.key)
-    s = orjson.loads(row.payload)
+def _write_broker(db: Connection, cluster: str | None, s: BrokerState, now: int) -> None:
     db.execute(
         "INSERT INTO brokers (cluster, namesrv, broker, broker_id, addr, live, shutdown, "
         "auto_create, template, last_heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -363,16 +350,14 @@ def _write_broker(db: Connection, row: ChangeRow, now: int) -> None:
         "live = excluded.live, shutdown = excluded.shutdown, auto_create = excluded.auto_create, "
         "template = excluded.template, last_heartbeat = excluded.last_heartbeat",
         (
-            row.cluster,
-            namesrv,
-            broker,
-            broker_id,
-            s["addr"],
-            s["live"],
-            s["shutdown"],
-            s["auto_create"],
-            s["template"],
-            s["last_heartbeat"],
+            cluster,
+            *s.reg,
+            s.addr,
+            s.live,
+            s.shutdown,
+            s.auto_create,
+            s.template,
+            s.last_heartbeat,
         ),
     )
 
@@ -385,28 +370,33 @@ def _add_counter(db: Connection, name: str, label: str, cluster: str, value: int
     )
 
 
-def _write_count(db: Connection, row: ChangeRow, now: int) -> None:
-    name, label = row.key.split("|", 1)
-    _add_counter(db, name, label, row.cluster or "", int(row.payload))
+def _write_count(db: Connection, cluster: str | None, count: Count, now: int) -> None:
+    _add_counter(db, count.name, count.label, cluster or "", count.value)
 
 
-def _write_quarantine(db: Connection, row: ChangeRow, now: int) -> None:
-    p = orjson.loads(row.payload)
-    reason = p.get("reason", "late")
+def _quarantine(
+    db: Connection, now: int, cluster: str | None, reason: str, detail: str, raw: str
+) -> None:
     db.execute(
         "INSERT INTO quarantine (arrived_at, cluster, reason, detail, raw) VALUES (?, ?, ?, ?, ?)",
-        (now, row.cluster, reason, p["detail"], p["raw"]),
+        (now, cluster, reason, detail, raw),
     )
-    if row.kind == "bad":
-        _add_counter(db, "quarantined", reason, row.cluster or "", 1)
 
 
-def _write_clock(db: Connection, row: ChangeRow, now: int) -> None:
+def _write_bad(db: Connection, cluster: str | None, bad: BadLine, now: int) -> None:
+    _quarantine(db, now, cluster, bad.reason, bad.detail, bad.raw)
+    _add_counter(db, QUARANTINED, bad.reason, cluster or "", 1)
+
+
+def _write_late(db: Connection, cluster: str | None, late: LateEvent, now: int) -> None:
+    _quarantine(db, now, cluster, LATE, late.detail, late.raw)
+
+
+def _write_clock(db: Connection, cluster: str | None, clock: ClusterClock, now: int) -> None:
     """The cluster's clock; ``input_at`` becomes ``now`` on its first write and whenever
     ``max_received`` grows (an event newer than every event before it arrived), so
     that the input stopping shows as its age (``routewatch_stream_input_age_seconds``). The
     SET expressions read the stored row as it was before this update."""
-    clock = orjson.loads(row.payload)
     db.execute(
         "INSERT INTO clusters (cluster, stream_time, max_received, held, updated_at, input_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cluster) DO UPDATE SET "
@@ -416,27 +406,28 @@ def _write_clock(db: Connection, row: ChangeRow, now: int) -> None:
         "THEN excluded.input_at ELSE clusters.input_at END, "
         "stream_time = excluded.stream_time, max_received = excluded.max_received, "
         "held = excluded.held, updated_at = excluded.updated_at",
-        (row.cluster, row.at, clock["max_received"], clock["held"], now, now),
+        (cluster, clock.stream_time, clock.max_received, clock.held, now, now),
     )
 
 
-def _write_topic(db: Connection, row: ChangeRow, now: int) -> None:
+def _write_topic(db: Connection, cluster: str | None, created: TopicCreated, now: int) -> None:
     db.execute(
         "INSERT INTO topics (cluster, topic, auto_created_at) VALUES (?, ?, ?) "
         "ON CONFLICT (cluster, topic) DO UPDATE SET auto_created_at = excluded.auto_created_at",
-        (row.cluster, row.key, orjson.loads(row.payload)["auto_created_at"]),
+        (cluster, created.topic, created.auto_created_at),
     )
 
 
-_WRITERS = {
-    "topic": _write_topic,
-    "alert": _write_alert,
-    "route": _write_route,
-    "broker": _write_broker,
-    "count": _write_count,
-    "late": _write_quarantine,
-    "bad": _write_quarantine,
-    "clock": _write_clock,
+# how each kind of change is written, by its record
+_WRITERS: dict[type, Callable[[Connection, str | None, Any, int], None]] = {
+    Alert: _write_alert,
+    RouteChange: _write_route,
+    TopicCreated: _write_topic,
+    BrokerState: _write_broker,
+    Count: _write_count,
+    BadLine: _write_bad,
+    LateEvent: _write_late,
+    ClusterClock: _write_clock,
 }
 
 

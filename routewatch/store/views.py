@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from routewatch.rocketmq import is_system_topic
-from routewatch.store.store import Store
+from routewatch.store.store import Store, alert_row
 
 __all__ = [
     "AlertFilter",
@@ -108,12 +108,6 @@ _SELECT = (
 )
 
 
-def _row(row: Any) -> dict[str, Any]:
-    out = dict(row)
-    out["evidence"] = orjson.loads(out["evidence"])
-    return out
-
-
 def alerts(
     store: Store, f: AlertFilter, *, limit: int, cursor: str | None = None
 ) -> tuple[list[dict[str, Any]], int, str | None]:
@@ -129,14 +123,14 @@ def alerts(
         f"{_SELECT} WHERE {page_where} ORDER BY a.opened_at DESC, a.id DESC LIMIT ?",
         [*page_args, limit + 1],
     ).fetchall()
-    page = [_row(r) for r in rows[:limit]]
+    page = [alert_row(r) for r in rows[:limit]]
     following = encode_cursor(page[-1]["opened_at"], page[-1]["id"]) if len(rows) > limit else None
     return page, total, following
 
 
 def alert(store: Store, alert_id: str) -> dict[str, Any] | None:
     row = store.db.execute(f"{_SELECT} WHERE a.id = ?", (alert_id,)).fetchone()
-    return None if row is None else _row(row)
+    return None if row is None else alert_row(row)
 
 
 def broker_views(store: Store) -> list[dict[str, Any]]:

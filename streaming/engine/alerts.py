@@ -1,60 +1,17 @@
-"""Alert records and their lifecycle: at most one open alert per kind and key.
+"""Alerts' lifecycle: at most one open alert per kind and key, and every change kept.
 
-An alert's ``id`` is derived from its kind, key and ``opened_at``, so the same input gives the
-same ids whatever the batching. ``detected_at`` (wall clock) is set by the store when it first
-writes the alert.
+The alert record, its key and its id are the core's (:mod:`routewatch.alerts`); an alert's id
+is derived from its kind, key and ``opened_at``, so the same input gives the same ids whatever
+the batching. ``detected_at`` (wall clock) is set by the store when it first writes the alert.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["REMEDIES", "Alert", "AlertBook", "AlertKey", "alert_id"]
+from routewatch.alerts import Alert, AlertKey, NoRouteCause, Severity, alert_id
 
-AlertKey = tuple[str, str, str | None, str | None, int | None]
-"""(kind, cluster, topic, broker, broker_id)."""
-
-
-def alert_id(key: AlertKey, opened_at: int) -> str:
-    """Stable id: a digest of kind, key and the opening instant."""
-    kind, cluster, topic, broker, broker_id = key
-    parts = (kind, cluster, topic or "", broker or "", "" if broker_id is None else broker_id)
-    text = "|".join(map(str, (*parts, opened_at)))
-    return f"{kind.lower()}-{hashlib.sha1(text.encode()).hexdigest()[:16]}"
-
-
-@dataclass(slots=True)
-class Alert:
-    """One alert, in the fields of the catalogue (``detected_at`` is the store's)."""
-
-    id: str
-    kind: str
-    severity: str
-    state: str
-    cluster: str
-    topic: str | None
-    broker: str | None
-    broker_id: int | None
-    cause: str | None
-    opened_at: int
-    updated_at: int
-    resolved_at: int | None
-    summary: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-    remedy: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Alert:
-        return cls(**data)
-
-    @property
-    def key(self) -> AlertKey:
-        return (self.kind, self.cluster, self.topic, self.broker, self.broker_id)
+__all__ = ["REMEDIES", "AlertBook"]
 
 
 REMEDIES = {
@@ -81,10 +38,10 @@ class AlertBook:
         key: AlertKey,
         at: int,
         *,
-        severity: str,
+        severity: Severity,
         summary: str,
         evidence: dict[str, Any],
-        cause: str | None = None,
+        cause: NoRouteCause | None = None,
         remedy: str | None = None,
     ) -> Alert:
         """Open the alert at ``at``, or update the open one when severity, cause or evidence

@@ -9,7 +9,7 @@ is advanced to it too, so its brokers expire and its quiet periods end on time.
 Route tables are the registrations' content (``routes``: topic -> the registrations listing
 it, with counts) plus each registration's liveness; the *effective* route of a topic on a
 NameServer is its live registrations. Changes to effective routes are recorded as
-:class:`RouteChange` s, from which the store keeps validity intervals.
+:class:`~routewatch.changes.RouteChange` s, from which the store keeps validity intervals.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from typing import Any
 
 import orjson
 
+from routewatch.alerts import Alert
+from routewatch.changes import RouteChange
 from routewatch.events import DeliveredStatus
 from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, TBW102
-from streaming.engine.alerts import Alert, AlertBook
+from streaming.engine.alerts import AlertBook
 from streaming.engine.rules import FAILURE_QUIET_MS, Rules
 from streaming.engine.state import (
     Config,
@@ -35,21 +37,11 @@ from streaming.engine.state import (
     key_json,
 )
 
-__all__ = ["LIVENESS_KINDS", "ClusterEngine", "RouteChange"]
+__all__ = ["LIVENESS_KINDS", "ClusterEngine"]
 
 # thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
 # cluster (120 s after its last registration); first among the thresholds of one instant
 LIVENESS_KINDS = frozenset({"expire", "linger"})
-
-
-@dataclass(frozen=True, slots=True)
-class RouteChange:
-    """From ``at``, registration ``reg`` routes ``topic`` with ``config`` (None: no longer)."""
-
-    topic: str
-    reg: RegKey
-    at: int
-    config: Config | None
 
 
 @dataclass

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from routewatch.alerts import AlertKey, AlertKind, NoRouteCause
 from routewatch.rocketmq import TBW102, is_system_topic
-from streaming.engine.alerts import REMEDIES, AlertKey
+from streaming.engine.alerts import REMEDIES
 from streaming.engine.state import Reg, RegKey, TopicState, key_json
 
 if TYPE_CHECKING:
@@ -70,10 +71,10 @@ class Rules:
 
     # -- keys and shared facts ------------------------------------------------------------------
 
-    def _topic_key(self, kind: str, topic: str) -> AlertKey:
+    def _topic_key(self, kind: AlertKind, topic: str) -> AlertKey:
         return (kind, self.cluster, topic, None, None)
 
-    def _broker_key(self, kind: str, broker: str, broker_id: int) -> AlertKey:
+    def _broker_key(self, kind: AlertKind, broker: str, broker_id: int) -> AlertKey:
         return (kind, self.cluster, None, broker, broker_id)
 
     def _regs(self) -> dict[RegKey, Reg]:
@@ -432,7 +433,7 @@ class Rules:
         later than it reopens the alert."""
         self.e.meta.last_resolved[key_json(key)] = (ts, seq)
 
-    def _cause(self, e: dict[str, Any]) -> str:
+    def _cause(self, e: dict[str, Any]) -> NoRouteCause:
         regs = self._regs()
         live = [(k, r) for k, r in regs.items() if r.live]
         if e["status"] == "NO_NAMESRV" or e["client_id"] in self.e.meta.no_namesrv_clients:
@@ -535,7 +536,7 @@ class Rules:
             f"{topic}), or remove the stale TBW102 from {brokers}.",
         )
 
-    def _failure_quiet(self, topic: str, at: int, field_name: str, kind: str) -> None:
+    def _failure_quiet(self, topic: str, at: int, field_name: str, kind: AlertKind) -> None:
         """120 s without a failure of this kind resolves the alert."""
         state = self.e.topic_state(topic)
         record = None if state is None else getattr(state, field_name)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from streaming.engine.alerts import Alert
-from streaming.engine.cluster import RouteChange
+from routewatch.alerts import Alert
+from routewatch.changes import RouteChange
 from streaming.engine.intake import Intake, dedupe_id
 from streaming.engine.stream import Arrival, StreamEngine
 

@@ -14,6 +14,8 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from routewatch.changes import Config, RegKey
+
 __all__ = [
     "Config",
     "Holder",
@@ -26,12 +28,6 @@ __all__ = [
     "reg_id",
     "reg_key",
 ]
-
-RegKey = tuple[str, str, int]
-"""(namesrv, broker, broker_id): one broker's registration with one NameServer."""
-
-Config = tuple[int, int, int]
-"""(read_queue_nums, write_queue_nums, perm)."""
 
 
 def reg_id(key: RegKey) -> str:

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from api import ApiSettings, create_app
 from api.access import IDLE_READERS, StoreAccess
+from routewatch.alerts import AlertState
 from routewatch.settings import load
 from routewatch.store import open_store
 from tests.routewatch.test_store import _alert
@@ -77,9 +78,10 @@ def test_the_alert_stream_polls_on_a_kept_connection(tmp_path: Path) -> None:
     client, access = _app(tmp_path)
     writer = open_store(f"sqlite:///{tmp_path / 'routewatch.db'}")
     seen: list[str] = []
+    states: list[AlertState] = ["open", "open", "resolved"]
     with client.stream("GET", "/alerts/stream") as response:
         lines = response.iter_lines()
-        for batch, state in enumerate(["open", "open", "resolved"]):
+        for batch, state in enumerate(states):
             # each change is written after the one before was streamed: a poll (or more) each
             writer.write_batch("job", batch, [_alert(state, updated_at=10 + batch)])
             while len(seen) <= batch:

@@ -7,14 +7,14 @@ import time
 import uuid
 from pathlib import Path
 
-import orjson
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api import ApiSettings, create_app
+from routewatch.changes import ChangeRow, ClusterClock, encode_clock
 from routewatch.settings import load
-from routewatch.store import ChangeRow, Store, open_store
+from routewatch.store import Store, open_store
 
 INPUT_AGE = "routewatch_stream_input_age_seconds"
 LAG = "routewatch_stream_event_time_lag_seconds"
@@ -31,8 +31,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def _clock(cluster: str, max_received: int) -> ChangeRow:
-    payload = orjson.dumps({"max_received": max_received, "held": 0}).decode()
-    return ChangeRow(cluster, "clock", cluster, max_received, payload)
+    return encode_clock(cluster, ClusterClock(max_received, max_received, 0))
 
 
 def _write(

@@ -3,10 +3,27 @@ PostgreSQL server (a database of its own per test): the same behaviour from both
 
 from __future__ import annotations
 
-import orjson
+import dataclasses
+
 import pytest
 
-from routewatch.store import ChangeRow, Store, open_store
+from routewatch.alerts import Alert, AlertState, StoredAlert
+from routewatch.changes import (
+    BadLine,
+    ChangeRow,
+    ClusterClock,
+    Config,
+    Count,
+    LateEvent,
+    RouteChange,
+    encode_alert,
+    encode_bad,
+    encode_clock,
+    encode_count,
+    encode_late,
+    encode_route,
+)
+from routewatch.store import Store, open_store
 from routewatch.store.schema import MIGRATIONS
 from tests.support.stores import batches
 
@@ -16,38 +33,44 @@ def store(store_url: str) -> Store:
     return open_store(store_url)
 
 
-def _alert(state: str = "open", updated_at: int = 10, resolved_at: int | None = None) -> ChangeRow:
-    alert = {
-        "id": "broker_expired-1",
-        "kind": "BROKER_EXPIRED",
-        "severity": "critical",
-        "state": state,
-        "cluster": "C",
-        "topic": None,
-        "broker": "b",
-        "broker_id": 0,
-        "cause": None,
-        "opened_at": 10,
-        "updated_at": updated_at,
-        "resolved_at": resolved_at,
-        "summary": "s",
-        "evidence": {"x": [1]},
-        "remedy": "r",
-    }
-    return ChangeRow(
-        "C", "alert", "broker_expired-1|000000", updated_at, orjson.dumps(alert).decode()
+def _expired(
+    state: AlertState = "open", updated_at: int = 10, resolved_at: int | None = None
+) -> Alert:
+    return Alert(
+        id="broker_expired-1",
+        kind="BROKER_EXPIRED",
+        severity="critical",
+        state=state,
+        cluster="C",
+        topic=None,
+        broker="b",
+        broker_id=0,
+        cause=None,
+        opened_at=10,
+        updated_at=updated_at,
+        resolved_at=resolved_at,
+        summary="s",
+        evidence={"x": [1]},
+        remedy="r",
     )
 
 
-def _route(at: int, config: list[int] | None) -> ChangeRow:
-    return ChangeRow(
-        "C", "route", orjson.dumps(["T", "ns1", "b", 0]).decode(), at, orjson.dumps(config).decode()
-    )
+def _alert(
+    state: AlertState = "open", updated_at: int = 10, resolved_at: int | None = None
+) -> ChangeRow:
+    return encode_alert(_expired(state, updated_at, resolved_at), 0)
+
+
+def _route(at: int, config: Config | None) -> ChangeRow:
+    return encode_route("C", RouteChange("T", ("ns1", "b", 0), at, config))
 
 
 def _clock(cluster: str, max_received: int | None, held: int = 0) -> ChangeRow:
-    payload = orjson.dumps({"max_received": max_received, "held": held}).decode()
-    return ChangeRow(cluster, "clock", cluster, max_received, payload)
+    return encode_clock(cluster, ClusterClock(max_received, max_received, held))
+
+
+def _count(name: str, label: str, value: int) -> ChangeRow:
+    return encode_count("C", Count(name, label, value, 5))
 
 
 def _intervals(store: Store) -> list[tuple[int, int, int | None]]:
@@ -76,7 +99,7 @@ def test_migrations_are_applied_once(store_url: str) -> None:
 
 
 def test_a_batch_is_written_once_even_when_replayed(store: Store) -> None:
-    rows = [_alert(), ChangeRow("C", "count", "events|send", 10, "5")]
+    rows = [_alert(), _count("events", "send", 5)]
 
     assert store.write_batch("job", 0, rows) is True
     assert store.write_batch("job", 0, rows) is False
@@ -103,33 +126,27 @@ def test_an_alert_is_updated_in_place_and_keeps_its_first_detected_at(store: Sto
     assert store.alert_log(after=1)[0]["alert"]["state"] == "resolved"
 
 
+def test_an_alert_keeps_every_field_of_the_record_in_its_table_and_its_log(store: Store) -> None:
+    store.write_batch("job", 0, [_alert()])
+
+    (alert,) = store.alerts()
+    assert alert == dataclasses.asdict(StoredAlert.detected(_expired(), alert["detected_at"]))
+    assert [e["alert"] for e in store.alert_log()] == [alert]
+
+
 def test_route_changes_become_validity_intervals(store: Store) -> None:
-    store.write_batch("job", 0, [_route(100, [4, 4, 6])])
-    store.write_batch(
-        "job",
-        1,
-        [
-            _route(200, [8, 8, 6]),
-        ],
-    )
+    store.write_batch("job", 0, [_route(100, (4, 4, 6))])
+    store.write_batch("job", 1, [_route(200, (8, 8, 6))])
     store.write_batch("job", 2, [_route(300, None)])
 
     assert _intervals(store) == [(4, 100, 200), (8, 200, 300)]
 
 
 def test_bad_and_late_input_is_kept_and_counted_by_reason(store: Store) -> None:
-    bad = ChangeRow(
-        None,
-        "bad",
-        "not_json",
-        None,
-        orjson.dumps({"raw": "{x", "reason": "not_json", "detail": "d"}).decode(),
-    )
-    late = ChangeRow(
-        "C", "late", "late", None, orjson.dumps({"raw": "{}", "detail": "old"}).decode()
-    )
+    bad = encode_bad(None, BadLine("not_json", "d", "{x"))
+    late = encode_late("C", LateEvent("old", "{}"))
 
-    store.write_batch("job", 0, [bad, late, ChangeRow("C", "count", "late|", 5, "1")])
+    store.write_batch("job", 0, [bad, late, _count("late", "", 1)])
 
     assert [(q["reason"], q["raw"]) for q in store.quarantine()] == [
         ("late", "{}"),
@@ -139,12 +156,8 @@ def test_bad_and_late_input_is_kept_and_counted_by_reason(store: Store) -> None:
 
 
 def test_retention_prunes_old_rows_but_never_counters(store: Store) -> None:
-    clock = ChangeRow(
-        "C", "clock", "C", 1_000_000, orjson.dumps({"max_received": 1, "held": 0}).decode()
-    )
-    store.write_batch(
-        "job", 0, [_alert(), _route(100, [4, 4, 6]), ChangeRow("C", "count", "late|", 5, "3")]
-    )
+    clock = encode_clock("C", ClusterClock(1_000_000, 1, 0))
+    store.write_batch("job", 0, [_alert(), _route(100, (4, 4, 6)), _count("late", "", 3)])
     store.write_batch("job", 1, [_alert("resolved", 500, 500), _route(200, None), clock])
     written = store.db.execute("SELECT MAX(written_at) FROM alert_log").fetchone()[0]
 
@@ -156,8 +169,8 @@ def test_retention_prunes_old_rows_but_never_counters(store: Store) -> None:
 
 
 def test_retention_keeps_what_is_recent(store: Store) -> None:
-    clock = ChangeRow("C", "clock", "C", 600, orjson.dumps({"max_received": 1, "held": 0}).decode())
-    store.write_batch("job", 0, [_alert("resolved", 500, 500), _route(100, [4, 4, 6]), clock])
+    clock = encode_clock("C", ClusterClock(600, 1, 0))
+    store.write_batch("job", 0, [_alert("resolved", 500, 500), _route(100, (4, 4, 6)), clock])
 
     assert store.prune(keep_ms=10_000) == {
         "quarantine": 0,

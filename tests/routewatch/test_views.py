@@ -6,10 +6,21 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
 import pytest
 
-from routewatch.store import ChangeRow, Store, open_store
+from routewatch.changes import (
+    BrokerState,
+    ChangeRow,
+    ClusterClock,
+    Config,
+    RouteChange,
+    TopicCreated,
+    encode_broker,
+    encode_clock,
+    encode_route,
+    encode_topic,
+)
+from routewatch.store import Store, open_store
 from routewatch.store.views import (
     TopicIndex,
     decode_topic_cursor,
@@ -23,7 +34,7 @@ from routewatch.store.views import (
     topic_view,
 )
 
-QUEUES = [4, 4, 6]
+QUEUES = (4, 4, 6)
 
 
 @pytest.fixture
@@ -38,39 +49,29 @@ def store(store_url: str) -> Iterator[Store]:
 def _broker(
     ns: str, broker: str, live: bool, *, cluster: str = "C", broker_id: int = 0
 ) -> ChangeRow:
-    state = {
-        "addr": "x:1",
-        "live": live,
-        "shutdown": False,
-        "auto_create": True,
-        "template": "usable",
-        "last_heartbeat": 1,
-    }
-    key = orjson.dumps([ns, broker, broker_id]).decode()
-    return ChangeRow(cluster, "broker", key, 1, orjson.dumps(state).decode())
+    state = BrokerState((ns, broker, broker_id), "x:1", live, False, True, "usable", 1)
+    return encode_broker(cluster, state)
 
 
 def _route(
     at: int,
     broker: str,
-    config: list[int] | None = QUEUES,
+    config: Config | None = QUEUES,
     *,
     topic: str = "T",
     ns: str = "ns",
     cluster: str = "C",
     broker_id: int = 0,
 ) -> ChangeRow:
-    key = orjson.dumps([topic, ns, broker, broker_id]).decode()
-    return ChangeRow(cluster, "route", key, at, orjson.dumps(config).decode())
+    return encode_route(cluster, RouteChange(topic, (ns, broker, broker_id), at, config))
 
 
 def _auto_created(topic: str, at: int, cluster: str = "C") -> ChangeRow:
-    return ChangeRow(cluster, "topic", topic, at, orjson.dumps({"auto_created_at": at}).decode())
+    return encode_topic(cluster, TopicCreated(topic, at))
 
 
 def _clock(cluster: str, at: int) -> ChangeRow:
-    clock = orjson.dumps({"max_received": at, "held": 0}).decode()
-    return ChangeRow(cluster, "clock", cluster, at, clock)
+    return encode_clock(cluster, ClusterClock(at, at, 0))
 
 
 # Cluster C: masters a (live), b (live on one NameServer of two: live), c (expired), and a's
@@ -178,7 +179,7 @@ def test_a_topic_that_lost_every_route_is_listed_with_coverage_zero(store: Store
         [
             _broker("ns", "a", True),
             _broker("ns", "b", True),
-            _route(10, "a", [4, 4, 6]),
+            _route(10, "a", (4, 4, 6)),
             _route(40, "a", None),
         ],
     )
@@ -261,7 +262,7 @@ def test_route_windows_list_the_brokers_whose_interval_overlaps_each_window(
     store: Store,
 ) -> None:
     store.write_batch(
-        "j", 0, [_route(10, "a", [4, 4, 6]), _route(25, "b", [4, 4, 6]), _route(40, "a", None)]
+        "j", 0, [_route(10, "a", (4, 4, 6)), _route(25, "b", (4, 4, 6)), _route(40, "a", None)]
     )
 
     windows = route_windows(store, "C", "T", 0, 60, 20)

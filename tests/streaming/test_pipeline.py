@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from emitter.scenarios import SCENARIOS
+from routewatch.alerts import Alert, StoredAlert
+from routewatch.changes import BadLine, ChangeRow, Count, RouteChange, decode
 from routewatch.settings import load
 from streaming.jobs import evaluate_traces, final_alerts
 from streaming.pipeline import changes, file_lines, track_clusters
@@ -19,24 +22,7 @@ from tests.support.traces import expected, shape, write_trace
 
 pytestmark = pytest.mark.spark
 
-ALERT_FIELDS = {
-    "id",
-    "kind",
-    "severity",
-    "state",
-    "cluster",
-    "topic",
-    "broker",
-    "broker_id",
-    "cause",
-    "opened_at",
-    "updated_at",
-    "resolved_at",
-    "detected_at",
-    "summary",
-    "evidence",
-    "remedy",
-}
+ALERT_FIELDS = {f.name for f in dataclasses.fields(StoredAlert)}
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +64,12 @@ def test_bad_input_is_quarantined_with_its_reason_and_changes_nothing(
         file_lines(text), lateness_ms=2000, dedupe_horizon_ms=300_000, final=True
     ).collect()
 
-    bad = sorted(orjson.loads(r.payload)["reason"] for r in rows if r.kind == "bad")
+    changes_ = [decode(ChangeRow(*r)) for r in rows]
+    bad = sorted(c.reason for c in changes_ if isinstance(c, BadLine))
     assert bad == ["not_json", "not_object", "unknown_version"]
     clean = evaluate_traces(spark, [traces["broker-dies"]], _settings(tmp_path))
-    alerts = [orjson.loads(r.payload) for r in rows if r.kind == "alert"]
-    assert {a["id"] for a in alerts} == {a["id"] for a in clean[str(traces["broker-dies"])]}
+    alerts = [c for c in changes_ if isinstance(c, Alert)]
+    assert {a.id for a in alerts} == {a["id"] for a in clean[str(traces["broker-dies"])]}
 
 
 def _heartbeat(ts: int, broker: str, topics: dict[str, int], version: str) -> str:
@@ -123,14 +110,13 @@ def test_track_clusters_turns_registrations_into_route_changes_and_alerts(
 
     rows = track_clusters(events, lateness_ms=0, dedupe_horizon_ms=60_000, final=True).collect()
 
-    routes = sorted(
-        (orjson.loads(r.key)[2], r.at, orjson.loads(r.payload)) for r in rows if r.kind == "route"
-    )
-    assert routes == [("a", 1_000, [8, 8, 6]), ("b", 1_500, [4, 4, 6]), ("b", 31_500, [8, 8, 6])]
+    changes_ = [decode(ChangeRow(*r)) for r in rows]
+    routes = sorted((c.reg[1], c.at, c.config) for c in changes_ if isinstance(c, RouteChange))
+    assert routes == [("a", 1_000, (8, 8, 6)), ("b", 1_500, (4, 4, 6)), ("b", 31_500, (8, 8, 6))]
     (skew,) = final_alerts(rows)
-    assert (skew["kind"], skew["opened_at"], skew["resolved_at"]) == ("QUEUE_SKEW", 1_500, 31_500)
-    counts = {r.key: int(r.payload) for r in rows if r.kind == "count"}
-    assert counts == {"events|heartbeat": 4}
+    assert (skew.kind, skew.opened_at, skew.resolved_at) == ("QUEUE_SKEW", 1_500, 31_500)
+    counts = {(c.name, c.label): c.value for c in changes_ if isinstance(c, Count)}
+    assert counts == {("events", "heartbeat"): 4}
 
 
 def test_bad_input_is_kept_with_raw_text_reason_and_detail_in_the_same_pass(
@@ -143,7 +129,8 @@ def test_bad_input_is_kept_with_raw_text_reason_and_detail_in_the_same_pass(
         read_events(frame.coalesce(1)), lateness_ms=0, dedupe_horizon_ms=60_000, final=True
     ).collect()
 
-    bad = sorted((r.kind, r.key, orjson.loads(r.payload)["raw"]) for r in rows if r.kind == "bad")
-    assert bad == [("bad", "not_json", "{nope"), ("bad", "not_object", "[1]")]
-    counts = {r.key: int(r.payload) for r in rows if r.kind == "count"}
-    assert counts == {"events|heartbeat": 1}  # the bad lines reached no cluster's state
+    changes_ = [decode(ChangeRow(*r)) for r in rows]
+    bad = sorted((c.reason, c.raw) for c in changes_ if isinstance(c, BadLine))
+    assert bad == [("not_json", "{nope"), ("not_object", "[1]")]
+    counts = {(c.name, c.label): c.value for c in changes_ if isinstance(c, Count)}
+    assert counts == {("events", "heartbeat"): 1}  # the bad lines reached no cluster's state
