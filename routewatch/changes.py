@@ -19,6 +19,7 @@ values: the job encodes many rows per micro-batch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
@@ -165,25 +166,29 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+# ChangeRow(...) without the Python call NamedTuple's __new__ makes: the job builds many rows
+_row: Callable[[tuple[str | None, str, str, int | None, str]], ChangeRow] = functools.partial(
+    tuple.__new__, ChangeRow
+)
+
+
 # -- encoders: one per kind -------------------------------------------------------------------
 
 
 def encode_alert(alert: Alert, order: int) -> ChangeRow:
     """A version of an alert; ``order`` is its place among the batch's alert changes, so that
     versions sort in order (:func:`alert_versions`)."""
-    return ChangeRow(
-        alert.cluster, "alert", f"{alert.id}|{order:06d}", alert.updated_at, _json(alert)
-    )
+    return _row((alert.cluster, "alert", f"{alert.id}|{order:06d}", alert.updated_at, _json(alert)))
 
 
 def encode_route(cluster: str, change: RouteChange) -> ChangeRow:
     key = _json((change.topic, *change.reg))
-    return ChangeRow(cluster, "route", key, change.at, _json(change.config))
+    return _row((cluster, "route", key, change.at, _json(change.config)))
 
 
 def encode_topic(cluster: str, created: TopicCreated) -> ChangeRow:
     payload = _json({"auto_created_at": created.auto_created_at})
-    return ChangeRow(cluster, "topic", created.topic, created.auto_created_at, payload)
+    return _row((cluster, "topic", created.topic, created.auto_created_at, payload))
 
 
 def encode_broker(cluster: str, state: BrokerState) -> ChangeRow:
@@ -195,25 +200,25 @@ def encode_broker(cluster: str, state: BrokerState) -> ChangeRow:
         "template": state.template,
         "last_heartbeat": state.last_heartbeat,
     }
-    return ChangeRow(cluster, "broker", _json(state.reg), state.last_heartbeat, _json(payload))
+    return _row((cluster, "broker", _json(state.reg), state.last_heartbeat, _json(payload)))
 
 
 def encode_count(cluster: str, count: Count) -> ChangeRow:
-    return ChangeRow(cluster, "count", f"{count.name}|{count.label}", count.at, str(count.value))
+    return _row((cluster, "count", f"{count.name}|{count.label}", count.at, str(count.value)))
 
 
 def encode_bad(cluster: str | None, bad: BadLine) -> ChangeRow:
     payload = {"raw": bad.raw, "reason": bad.reason, "detail": bad.detail}
-    return ChangeRow(cluster, "bad", bad.reason, None, _json(payload))
+    return _row((cluster, "bad", bad.reason, None, _json(payload)))
 
 
 def encode_late(cluster: str, late: LateEvent) -> ChangeRow:
-    return ChangeRow(cluster, "late", LATE, None, _json({"raw": late.raw, "detail": late.detail}))
+    return _row((cluster, "late", LATE, None, _json({"raw": late.raw, "detail": late.detail})))
 
 
 def encode_clock(cluster: str, clock: ClusterClock) -> ChangeRow:
     payload = _json({"max_received": clock.max_received, "held": clock.held})
-    return ChangeRow(cluster, "clock", cluster, clock.stream_time, payload)
+    return _row((cluster, "clock", cluster, clock.stream_time, payload))
 
 
 # -- decoders ---------------------------------------------------------------------------------
