@@ -3,7 +3,8 @@
 Modelled on ``BrokerController`` (registration at start, then every 30 s after a first 10 s),
 ``TopicConfigManager`` (the topics a broker makes at start; ``topics.json``, written when the
 table changes; ``createTopicInSendMessageMethod``, auto-creation from the template named by the
-send), ``registerIncrementBrokerData`` (immediate registration of a created topic) and
+send, after which the broker registers its whole table at once), ``registerIncrementBrokerData``
+(immediate registration of a topic made with ``updateTopic``) and
 ``SlaveSynchronize.syncTopicConfig`` (a slave copies its master's table when their data versions
 differ), and checked against RocketMQ 4.9.8 (docs/emitter.md, "Checked against RocketMQ 4.9.8").
 """
@@ -323,5 +324,5 @@ class Broker:
         )
         self.topics[topic] = config
         self._changed()
-        self._register({topic: config}, full=False)
+        self.register_all()  # the whole table at once (registerBrokerAll), not an increment
         return SendResult("SEND_OK", auto_created=True)

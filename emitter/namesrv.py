@@ -9,14 +9,18 @@ docs/emitter.md, "Checked against RocketMQ 4.9.8"):
   never removes one: a topic deleted on one broker alone stays in the route while that broker
   lives (``mqadmin deleteTopic`` also deletes it on every NameServer).
 - A broker leaves when it unregisters (clean shutdown), when its connection closes (its process
-  died: :meth:`channel_closed`, at once) or when a scan finds it silent for over 120 s; the scan
-  runs 5 s after start, then every 10 s (4.x) or 5 s (5.x). When a broker name has no address
-  left, its queue data goes from every topic.
+  died: :meth:`channel_closed`, at once), or when it falls silent with its connection open (a
+  frozen process, a lost host or network): then the NameServer's idle-connection handler
+  (``serverChannelMaxIdleTimeSeconds``, 120 s) closes the channel 120 s after its last
+  registration, to the millisecond — before the scan for brokers silent *over* 120 s (5 s after
+  start, then every 10 s in 4.x, 5 s in 5.x) can. When a broker name has no address left, its
+  queue data goes from every topic.
 - A split registration (5.x) is applied when all its parts have arrived.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from emitter.sim import Simulation
@@ -82,6 +86,7 @@ class NameServer:
         if live is None:
             live = self.live[key] = _Live(self.sim.now, None)
         live.last_update_ms = self.sim.now
+        self.sim.after(BROKER_EXPIRY_MS, functools.partial(self._idle, key, self.sim.now))
         if hb.parts is not None and hb.parts > 1:
             if live.parts_version != hb.data_version:
                 if not changed:
@@ -101,6 +106,12 @@ class NameServer:
         if hb.broker_id == 0:
             for topic, config in topics.items():
                 self.queues.setdefault(topic, {})[hb.broker] = config
+
+    def _idle(self, key: BrokerKey, registered_ms: int) -> None:
+        """120 s after a registration: if none came since, the idle channel is closed."""
+        live = self.live.get(key)
+        if live is not None and live.last_update_ms == registered_ms:
+            self._remove(key)
 
     def channel_closed(self, key: BrokerKey) -> None:
         """The broker's connection closed (its process died): drop it at once."""

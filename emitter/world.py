@@ -9,7 +9,13 @@ from emitter.clients import Consumer, Producer
 from emitter.namesrv import NameServer
 from emitter.sim import DEFAULT_START_MS, Simulation
 from routewatch.events import Event
-from routewatch.rocketmq import DEFAULT_TOPIC_QUEUE_NUMS, PERM_READ, PERM_WRITE, TBW102
+from routewatch.rocketmq import (
+    CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    PERM_READ,
+    PERM_WRITE,
+    TBW102,
+)
 
 __all__ = ["DEFAULT_CLUSTER", "World"]
 
@@ -134,8 +140,11 @@ class World:
         cluster: str = DEFAULT_CLUSTER,
         namesrvs: Iterable[str] | None = None,
         create_topic_key: str = TBW102,
+        default_topic_queue_nums: int = CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
+        retries: int = 2,
     ) -> Producer:
-        """A producer started now, using ``namesrvs`` (every NameServer by default)."""
+        """A producer started now, using ``namesrvs`` (every NameServer by default), with the
+        client's ``defaultTopicQueueNums`` and ``retryTimesWhenSendFailed``."""
         n = len(self.producers) + len(self.consumers)
         producer = Producer(
             self.sim,
@@ -145,6 +154,8 @@ class World:
             group=group,
             namesrvs=self._namesrvs(namesrvs),
             create_topic_key=create_topic_key,
+            default_topic_queue_nums=default_topic_queue_nums,
+            retries=retries,
         )
         self.producers.append(producer)
         producer.start()
