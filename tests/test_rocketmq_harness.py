@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,16 @@ from tests.support.rocketmq import (
     BrokerSpec,
     ClusterSpec,
     RocketMQCluster,
-    require_rocketmq,
-    running_cluster,
+    module_cluster,
 )
-from tests.support.route_driver import DriverError, ProducerSpec, RouteDriver, javac, play
+from tests.support.route_driver import (
+    DriverError,
+    ProducerSpec,
+    RouteDriver,
+    javac,
+    module_driver,
+    play,
+)
 
 pytestmark = pytest.mark.rocketmq
 
@@ -33,19 +38,8 @@ SPEC = ClusterSpec(
 BROKERS = {"broker-a", "broker-b"}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluster]:
-    require_rocketmq()
-    with running_cluster(SPEC, tmp_path_factory.mktemp("rocketmq")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def driver(cluster: RocketMQCluster) -> Iterator[RouteDriver]:
-    """The driver with producer ``p1`` (the cluster's NameServer, the client's defaults)."""
-    with RouteDriver(cluster.workdir / "driver") as running:
-        running.producer(ProducerSpec("p1", cluster.namesrv_addr()))
-        yield running
+cluster = module_cluster(SPEC)
+driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr()))
 
 
 def _topic(prefix: str) -> str:

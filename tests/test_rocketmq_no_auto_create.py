@@ -15,20 +15,19 @@ apache/rocketmq#8801 (experiment 11).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from tests.support import remoting
+from tests.support.model_twin import model_routes, model_sends, model_world
 from tests.support.remoting import QueueData, TopicConfig
 from tests.support.rocketmq import (
     BrokerSpec,
     ClusterSpec,
     RocketMQCluster,
-    require_rocketmq,
-    running_cluster,
+    module_cluster,
 )
-from tests.support.route_driver import ProducerSpec, RouteDriver
+from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
 
 pytestmark = pytest.mark.rocketmq
 
@@ -41,18 +40,8 @@ SPEC = ClusterSpec(
 NOT_FOUND_TOPIC_EXCEPTION = 10005  # the client's ClientErrorCode
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluster]:
-    require_rocketmq()
-    with running_cluster(SPEC, tmp_path_factory.mktemp("rocketmq")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def driver(cluster: RocketMQCluster) -> Iterator[RouteDriver]:
-    with RouteDriver(cluster.workdir / "driver") as running:
-        running.producer(ProducerSpec("p", cluster.namesrv_addr()))
-        yield running
+cluster = module_cluster(SPEC)
+driver = module_driver(lambda c: ProducerSpec("p", c.namesrv_addr()))
 
 
 def test_the_brokers_have_no_template_topic(cluster: RocketMQCluster) -> None:
@@ -68,6 +57,13 @@ def test_the_brokers_have_no_template_topic(cluster: RocketMQCluster) -> None:
     cluster_topic = cluster.route(CLUSTER)
     assert cluster_topic is not None
     assert cluster_topic.queues == tuple(QueueData(b, 16, 16, 7) for b in BROKERS)
+
+    world = model_world(SPEC)
+    world.run(1)
+    assert model_routes(world, "TBW102") == {"ns1": None}
+    assert model_routes(world, CLUSTER) == {"ns1": tuple(QueueData(b, 16, 16, 7) for b in BROKERS)}
+    for name in BROKERS:
+        assert model_routes(world, name) == {"ns1": (QueueData(name, 1, 1, 7),)}
 
 
 def test_a_send_to_a_topic_nobody_created_has_no_route(
@@ -103,3 +99,15 @@ def test_a_send_to_a_topic_nobody_created_has_no_route(
     outcomes = driver.send("p", topic, count=8)
     assert all(o.ok for o in outcomes), outcomes
     assert {o.broker for o in outcomes} == set(BROKERS)
+
+    # The model, with the same actions: two refused sends, the topic made, eight sends.
+    world = model_world(SPEC)
+    p = world.add_producer("p")
+    world.every(1, lambda: p.send("Absent"), 5, 6)
+    world.at(7, lambda: world.create_topic("Absent", 4, cluster=CLUSTER))
+    world.every(0.001, lambda: p.send("Absent"), 8, 8.007)
+    world.run(10)
+    sends = model_sends(world, "Absent")
+    assert [(e.status, e.broker) for e in sends[:2]] == [("NO_ROUTE_INFO", None)] * 2
+    assert {e.status for e in sends[2:]} == {"SEND_OK"}
+    assert {e.broker for e in sends[2:]} == set(BROKERS)

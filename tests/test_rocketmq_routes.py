@@ -20,22 +20,22 @@ its defaults unless said. Each test asserts what the real system did:
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
+from tests.support.model_twin import model_routes, model_sends, model_world
 from tests.support.processes import wait_for
 from tests.support.remoting import QueueData, TopicConfig, TopicRoute
 from tests.support.rocketmq import (
     BrokerSpec,
     ClusterSpec,
     RocketMQCluster,
-    require_rocketmq,
-    running_cluster,
+    module_cluster,
 )
-from tests.support.route_driver import ProducerSpec, RouteDriver, SendOutcome
+from tests.support.route_driver import ProducerSpec, RouteDriver, SendOutcome, module_driver
 
 pytestmark = pytest.mark.rocketmq
 
@@ -50,17 +50,8 @@ HOURLY = 3_600_000  # a refresh interval that keeps a producer on its first rout
 REGISTRATION_PERIOD_S = 30
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluster]:
-    require_rocketmq()
-    with running_cluster(SPEC, tmp_path_factory.mktemp("rocketmq")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def driver(cluster: RocketMQCluster) -> Iterator[RouteDriver]:
-    with RouteDriver(cluster.workdir / "driver") as running:
-        yield running
+cluster = module_cluster(SPEC)
+driver = module_driver()
 
 
 def _topic(prefix: str) -> str:
@@ -144,6 +135,23 @@ def test_one_send_leaves_a_new_topic_on_one_broker_for_good(
     )
     assert topic not in cluster.broker(other).topics()
 
+    # The model, with the same actions: one send at 5 s, its refresh at 30 s, 12 more at 40 s.
+    world = model_world(SPEC)
+    p = world.add_producer("once")
+    world.at(5, lambda: p.send("Once"))
+    world.every(0.001, lambda: p.send("Once"), 40, 40.011)
+    world.run(100)
+    first_send, *later = model_sends(world, "Once")
+    model_holder = str(first_send.broker)
+    assert first_send.status == "SEND_OK" and first_send.auto_created
+    assert model_routes(world, "Once") == {
+        ns: (QueueData(model_holder, 4, 4, 6),) for ns in SPEC.namesrvs
+    }
+    assert {(e.status, e.broker) for e in later} == {("SEND_OK", model_holder)}
+    assert {e.queue_id for e in later} == {0, 1, 2, 3}
+    (model_other,) = set(BROKERS) - {model_holder}
+    assert "Once" not in world.broker(model_other).topics
+
 
 def _placed(outcome: SendOutcome) -> tuple[str, int]:
     """Where a successful send went: its broker and queue id."""
@@ -201,6 +209,28 @@ def test_quick_sends_reach_every_broker_from_the_boundary_on(
         for _ in range(3):
             assert len(_quick_sends(cluster, driver, producer, count, producer_queues)) in (1, 2)
 
+    # The model, over many starts: the same rotation, the same boundary, only outcomes the
+    # real client can give.
+    template = [(b, q) for b in BROKERS for q in range(producer_queues)]
+    for seed in range(20):
+        world = model_world(SPEC, seed)
+        p = world.add_producer(default_topic_queue_nums=producer_queues)
+        for count in (1, *range(2, boundary), boundary, 9):
+            topic = f"Quick{count}"
+            world.every(0.001, functools.partial(p.send, topic), 5, 5 + (count - 1) / 1000)
+        world.run(6)
+        for count in (1, *range(2, boundary), boundary, 9):
+            sends = model_sends(world, f"Quick{count}")
+            positions = [template.index((str(e.broker), int(e.queue_id or 0))) for e in sends]
+            assert positions == [(positions[0] + i) % len(template) for i in range(count)]
+            took = {str(e.broker) for e in sends}
+            assert len(took) == (1 if count == 1 else 2 if count >= boundary else len(took))
+            routes = model_routes(world, f"Quick{count}")
+            assert routes == {
+                ns: tuple(QueueData(b, producer_queues, producer_queues, 6) for b in sorted(took))
+                for ns in SPEC.namesrvs
+            }
+
 
 def test_update_topic_on_the_cluster_then_a_skew_on_one_broker(
     cluster: RocketMQCluster, driver: RouteDriver
@@ -237,3 +267,21 @@ def test_update_topic_on_the_cluster_then_a_skew_on_one_broker(
         ("broker-a", 1),
         *(("broker-b", q) for q in range(4)),
     ]
+
+    # The model, with the same actions.
+    world = model_world(SPEC)
+    world.at(1, lambda: world.create_topic("Made", 8, cluster=CLUSTER))
+    world.at(2, lambda: world.broker("broker-b").upsert_topic("Made", 4, 4))
+    p = world.add_producer("skewed")
+    world.every(0.001, lambda: p.send("Made"), 5, 5.011)
+    world.at(10, lambda: world.broker("broker-a").upsert_topic("Made", 8, 2))
+    world.run(31)  # the producer's refresh at 30 s
+    skewed = (QueueData("broker-a", 8, 2, 6), QueueData("broker-b", 4, 4, 6))
+    assert model_routes(world, "Made") == dict.fromkeys(SPEC.namesrvs, skewed)
+    assert (
+        sorted(str(e.broker) for e in model_sends(world, "Made"))
+        == ["broker-a"] * 8 + ["broker-b"] * 4
+    )
+    info = p.publish["Made"]
+    assert info is not None
+    assert info.queues == [("broker-a", 0), ("broker-a", 1), *(("broker-b", q) for q in range(4))]

@@ -33,6 +33,7 @@ GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
+DELETE_TOPIC_IN_BROKER = 215
 SUCCESS = 0
 TOPIC_NOT_EXIST = 17
 # MQVersion.Version ordinals: V4_9_3 = 399 (V4_9_4 = 401 and later get standard JSON).
@@ -249,3 +250,11 @@ def broker_runtime_info(addr: str, *, timeout: float = 3.0) -> dict[str, str]:
         raise RemotingError(f"run-time figures of the broker at {addr}: {answer.get('remark')}")
     table = fastjson.loads(body.decode()).get("table") or {}
     return {str(k): str(v) for k, v in table.items()}
+
+
+def delete_topic_in_broker(addr: str, topic: str, *, timeout: float = 3.0) -> None:
+    """Delete ``topic`` from the topic table of the broker at ``addr`` only (what ``mqadmin
+    deleteTopic`` asks of each master before it asks the NameServers)."""
+    answer, _ = request(addr, DELETE_TOPIC_IN_BROKER, {"topic": topic}, timeout=timeout)
+    if answer["code"] != SUCCESS:
+        raise RemotingError(f"deleting {topic} on the broker at {addr}: {answer.get('remark')}")

@@ -413,6 +413,15 @@ class Broker(_Process):
         """The broker's topic table, asked of the broker itself."""
         return remoting.broker_topics(self.addr)
 
+    def registrations(self) -> int:
+        """How many registrations with a NameServer the broker has logged as done (its
+        ``broker.log``, across restarts)."""
+        log = self.dir / "logs" / "rocketmqlogs" / "broker.log"
+        if not log.exists():
+            return 0
+        with log.open("rb") as f:
+            return sum(b"to name server" in line and line.rstrip().endswith(b"OK") for line in f)
+
     def running_config(self) -> dict[str, str]:
         """The properties the broker runs with now, asked of the broker itself."""
         return remoting.broker_config(self.addr)
@@ -434,11 +443,14 @@ class Broker(_Process):
         what = f"broker {self.name} booting on {self.addr} and listed by its NameServers"
         wait_for(self.ready, timeout, what, interval=0.2)
 
-    def restart(self, timeout: float = 90, **changes: Any) -> None:
+    def restart(self, timeout: float = 90, *, lose_store: bool = False, **changes: Any) -> None:
         """Stop the broker if it runs (SIGTERM: it unregisters), and start it again on the same
-        port and store; ``changes`` replace fields of its :class:`BrokerSpec` first, e.g.
-        ``auto_create_topic=False`` or ``properties={...}``."""
+        port and store — or, with ``lose_store``, on an empty one (a new disk); ``changes``
+        replace fields of its :class:`BrokerSpec` first, e.g. ``auto_create_topic=False`` or
+        ``properties={...}``."""
         self.stop()
+        if lose_store:
+            shutil.rmtree(self.store, ignore_errors=True)
         self.spec = dataclasses.replace(self.spec, **changes)
         self.start(timeout)
 
@@ -624,3 +636,17 @@ def running_cluster(spec: ClusterSpec, workdir: Path) -> Iterator[RocketMQCluste
         yield cluster
     finally:
         cluster.stop()
+
+
+def module_cluster(spec: ClusterSpec) -> Any:
+    """A module-scoped ``cluster`` fixture: ``spec`` started once for the module's tests (which
+    share it in file order), or the tests skipped when no distribution is set. In a test module:
+    ``cluster = module_cluster(SPEC)``."""
+
+    @pytest.fixture(scope="module")
+    def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluster]:
+        require_rocketmq()
+        with running_cluster(spec, tmp_path_factory.mktemp("rocketmq")) as running:
+            yield running
+
+    return cluster

@@ -21,15 +21,18 @@ import signal
 import subprocess
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import pytest
 
 from tests.support.processes import wait_for
 from tests.support.rocketmq import (
     JAVA17_OPTS,
     QUICK_JIT,
+    RocketMQCluster,
     RocketMQNotFoundError,
     java_env,
     rocketmq_home,
@@ -47,6 +50,7 @@ __all__ = [
     "SendOutcome",
     "compile_driver",
     "javac",
+    "module_driver",
     "play",
 ]
 
@@ -363,3 +367,18 @@ class RouteDriver:
 
     def shutdown(self, producer: str) -> None:
         self.command({"shutdown": producer})
+
+
+def module_driver(*producers: Callable[[RocketMQCluster], ProducerSpec]) -> Any:
+    """A module-scoped ``driver`` fixture over the module's ``cluster`` fixture, with the
+    producers ``producers`` make from the cluster already started. In a test module:
+    ``driver = module_driver(lambda c: ProducerSpec("p", c.namesrv_addr()))``."""
+
+    @pytest.fixture(scope="module")
+    def driver(cluster: RocketMQCluster) -> Iterator[RouteDriver]:
+        with RouteDriver(cluster.workdir / "driver") as running:
+            for make in producers:
+                running.producer(make(cluster))
+            yield running
+
+    return driver

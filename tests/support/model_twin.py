@@ -1,0 +1,54 @@
+"""The emitter's model of a real cluster under test: the same description, read the same way.
+
+:func:`model_world` builds a :class:`emitter.world.World` from a harness :class:`ClusterSpec`
+(NameServers by name, each broker with its cluster, NameServers, ``autoCreateTopicEnable`` and
+``defaultTopicQueueNums``), and :func:`model_routes` reads a topic's route from each of the
+model's NameServers as :class:`tests.support.remoting.QueueData`, as :meth:`RocketMQCluster.routes`
+reads the real ones — so a test states one expectation and holds both to it.
+"""
+
+from __future__ import annotations
+
+from emitter.world import World
+from routewatch.events import Send
+from tests.support.remoting import QueueData
+from tests.support.rocketmq import ClusterSpec
+
+__all__ = ["model_routes", "model_sends", "model_world"]
+
+
+def model_world(spec: ClusterSpec, seed: int = 0) -> World:
+    """The model of ``spec``: its NameServers (addressed by their names) and brokers, started."""
+    world = World(seed)
+    for name in spec.namesrvs:
+        world.add_namesrv(name)
+    for b in spec.brokers:
+        world.add_broker(
+            b.name,
+            cluster=b.cluster,
+            broker_id=b.broker_id,
+            auto_create=b.auto_create_topic,
+            namesrvs=b.namesrvs,
+            default_topic_queue_nums=b.default_topic_queue_nums,
+        )
+    return world
+
+
+def model_routes(world: World, topic: str) -> dict[str, tuple[QueueData, ...] | None]:
+    """The route of ``topic`` on each of the model's NameServers, by NameServer name."""
+    out: dict[str, tuple[QueueData, ...] | None] = {}
+    for name, ns in world.namesrvs.items():
+        route = ns.route(topic)
+        out[name] = (
+            None
+            if route is None
+            else tuple(
+                QueueData(q.broker, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route
+            )
+        )
+    return out
+
+
+def model_sends(world: World, topic: str) -> list[Send]:
+    """Every send attempt the model's producers made to ``topic``, in order."""
+    return [e for e in world.events if isinstance(e, Send) and e.topic == topic]
