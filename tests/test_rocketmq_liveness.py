@@ -1,0 +1,176 @@
+"""Which brokers each NameServer lists, on a real RocketMQ 4.9.8 and in the emitter's model
+(issue 24, experiments 8 and 9, each with its model twin).
+
+Two NameServers; broker-a, broker-b and broker-d register with both, broker-c with ns1 only.
+What the real system did:
+
+8. The two NameServers disagree for as long as the configuration does: ns1 routes a topic made
+   on every broker to all four, ns2 to the three it knows, and their cluster lists differ the
+   same way.
+9. A broker killed with SIGKILL leaves both NameServers at once: the kernel closes its
+   connections and each NameServer drops it on the closed channel, with no 120 s wait. A
+   frozen broker (SIGSTOP: its connections stay open) is dropped by each NameServer's
+   idle-connection handler (``serverChannelMaxIdleTimeSeconds``, 120 s: "NETTY SERVER PIPELINE:
+   IDLE exception"), 120 s after its last registration to the second — not by the scan for
+   brokers silent over 120 s, which runs every 10 s and never gets there first. Its last
+   registration went to both NameServers at once, so both dropped it together. Routes then
+   name the brokers left. The event contract has no event for a
+   broker dropped because its connection closed: a monitor that reads registrations sees the
+   killed broker as merely silent until 120 s have passed.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.support.model_twin import model_routes, model_world
+from tests.support.processes import wait_for
+from tests.support.remoting import QueueData
+from tests.support.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster, module_cluster
+
+pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]
+
+CLUSTER = "RouteCluster"
+SPEC = ClusterSpec(
+    namesrvs=("ns1", "ns2"),
+    brokers=(
+        BrokerSpec("broker-a", CLUSTER),
+        BrokerSpec("broker-b", CLUSTER),
+        BrokerSpec("broker-c", CLUSTER, namesrvs=("ns1",)),
+        BrokerSpec("broker-d", CLUSTER),
+    ),
+)
+ALL = ("broker-a", "broker-b", "broker-c", "broker-d")
+TOPIC = f"Liveness_{uuid.uuid4().hex[:8]}"
+EXPIRY_S = 120
+SCAN_PERIOD_S = 10
+
+cluster = module_cluster(SPEC)
+
+
+def _queues(brokers: tuple[str, ...]) -> tuple[QueueData, ...]:
+    return tuple(QueueData(b, 4, 4, 6) for b in brokers)
+
+
+def _routes(cluster: RocketMQCluster) -> dict[str, tuple[QueueData, ...] | None]:
+    return {ns: None if r is None else r.queues for ns, r in cluster.routes(TOPIC).items()}
+
+
+def _listed(cluster: RocketMQCluster, ns: str) -> set[str]:
+    return set(cluster.cluster_info(ns).clusters.get(CLUSTER, ()))
+
+
+def test_two_namesrvs_disagree_while_a_broker_registers_with_one(cluster: RocketMQCluster) -> None:
+    """Experiment 8."""
+    for name in ALL:
+        cluster.update_topic(TOPIC, broker=name, read_queues=4, write_queues=4)
+    expected = {"ns1": _queues(ALL), "ns2": _queues(("broker-a", "broker-b", "broker-d"))}
+    assert _routes(cluster) == expected
+    assert _listed(cluster, "ns1") == set(ALL)
+    assert _listed(cluster, "ns2") == set(ALL) - {"broker-c"}
+
+    world = model_world(SPEC)
+    for name in ALL:
+        world.at(1, functools.partial(world.broker(name).upsert_topic, TOPIC, 4, 4))
+    world.run(100)
+    assert model_routes(world, TOPIC) == expected
+
+
+def _unlisted(cluster: RocketMQCluster, ns: str, broker: str) -> bool:
+    return broker not in _listed(cluster, ns)
+
+
+_LOG_TIME = re.compile(rb"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+
+
+def _log_times(path: Path, needle: bytes) -> list[datetime]:
+    """When a RocketMQ log (one second's resolution) wrote lines holding ``needle``."""
+    times = []
+    with path.open("rb") as f:
+        for line in f:
+            match = _LOG_TIME.match(line)
+            if match and needle in line:
+                times.append(datetime.strptime(match.group(1).decode(), "%Y-%m-%d %H:%M:%S"))
+    return times
+
+
+def _rocketmq_log(cluster: RocketMQCluster, process: str, name: str) -> Path:
+    proc = cluster.namesrvs.get(process) or cluster.brokers[process]
+    return proc.dir / "logs" / "rocketmqlogs" / name
+
+
+def test_a_killed_broker_leaves_at_once_and_a_frozen_one_after_its_silence(
+    cluster: RocketMQCluster,
+) -> None:
+    """Experiment 9."""
+    killed, frozen = cluster.broker("broker-b"), cluster.broker("broker-d")
+    killed.kill()
+    killed_at = time.monotonic()
+    for ns in ("ns1", "ns2"):
+        wait_for(functools.partial(_unlisted, cluster, ns, "broker-b"), 10, f"{ns} dropping it")
+    assert time.monotonic() - killed_at < 10
+    assert _routes(cluster) == {
+        "ns1": _queues(("broker-a", "broker-c", "broker-d")),
+        "ns2": _queues(("broker-a", "broker-d")),
+    }
+
+    broker_log = _rocketmq_log(cluster, "broker-d", "broker.log")
+    frozen.freeze()
+    frozen_at = time.monotonic()
+    # Its last registration with each NameServer, as it logged it (to the second).
+    last = {
+        ns: max(_log_times(broker_log, f"to name server {cluster.namesrv_addr(ns)} OK".encode()))
+        for ns in ("ns1", "ns2")
+    }
+    dropped: dict[str, float] = {}
+
+    def both_dropped() -> bool:
+        for ns in ("ns1", "ns2"):
+            if ns not in dropped and "broker-d" not in _listed(cluster, ns):
+                dropped[ns] = time.monotonic() - frozen_at
+        return len(dropped) == 2
+
+    try:
+        wait_for(
+            both_dropped,
+            EXPIRY_S + 20,
+            "both NameServers dropping broker-d",
+            interval=0.25,
+        )
+    finally:
+        frozen.thaw()
+        frozen.stop()
+    for ns in ("ns1", "ns2"):
+        ns_log = _rocketmq_log(cluster, ns, "namesrv.log")
+        expired = _log_times(ns_log, b"The broker channel expired, " + frozen.addr.encode())
+        (idle,) = _log_times(ns_log, b"NETTY SERVER PIPELINE: IDLE exception")
+        assert expired == []
+        # 120 s to the second; one second either way for the logs' resolution.
+        assert EXPIRY_S - 1 <= (idle - last[ns]).total_seconds() <= EXPIRY_S + 1
+        assert EXPIRY_S - 30 - 1 < dropped[ns] <= EXPIRY_S + 1
+    after = {"ns1": _queues(("broker-a", "broker-c")), "ns2": _queues(("broker-a",))}
+    assert _routes(cluster) == after
+
+    # The model: broker-b killed at 50 s, broker-d frozen at 70 s (its last registration at
+    # 40 s): broker-b leaves at once, broker-d at 160 s on both NameServers.
+    world = model_world(SPEC)
+    for name in ALL:
+        world.at(1, functools.partial(world.broker(name).upsert_topic, TOPIC, 4, 4))
+    world.at(50, world.broker("broker-b").kill)
+    world.at(70, world.broker("broker-d").die)
+    world.run(50)
+    assert model_routes(world, TOPIC) == {
+        "ns1": _queues(("broker-a", "broker-c", "broker-d")),
+        "ns2": _queues(("broker-a", "broker-d")),
+    }
+    world.run(159.999)
+    assert all((CLUSTER, "broker-d", 0) in ns.brokers for ns in world.namesrvs.values())
+    world.run(160)
+    assert model_routes(world, TOPIC) == after
