@@ -89,6 +89,7 @@ __all__ = [
     "changes_frame",
     "schema",
 ]
+
 # the one group of the stateful stage (its grouping column is ``stream``)
 STREAM_KEY = "routewatch"
 # the layout of the state below; a checkpoint written with another one is not resumed
