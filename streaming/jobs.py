@@ -23,9 +23,9 @@ from routewatch.alerts import Alert, StoredAlert
 from routewatch.changes import alert_versions
 from routewatch.errors import RoutewatchError
 from routewatch.store import Store, StoreUnavailableError, open_store
+from streaming.engine.layout import STATE_LAYOUT
 from streaming.kafka_source import KafkaDataSource
 from streaming.pipeline import changes, file_lines, kafka_lines
-from streaming.processor import STATE_LAYOUT
 from streaming.progress import QueryEvents, add_query_events
 from streaming.session import set_log_level, spark_session, stop_session
 from streaming.settings import StreamingSettings

@@ -15,7 +15,6 @@ NameServer is its live registrations. Changes to effective routes are recorded a
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -31,6 +30,7 @@ from streaming.engine.state import (
     Holder,
     LazyMap,
     Meta,
+    Outputs,
     Reg,
     RegKey,
     TopicState,
@@ -42,15 +42,6 @@ __all__ = ["LIVENESS_KINDS", "ClusterEngine"]
 # thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
 # cluster (120 s after its last registration); first among the thresholds of one instant
 LIVENESS_KINDS = frozenset({"expire", "linger"})
-
-
-@dataclass
-class Outputs:
-    route_changes: list[RouteChange] = field(default_factory=list)
-    touched_regs: set[RegKey] = field(default_factory=set)
-    events: dict[str, int] = field(default_factory=dict)
-    sends: dict[str, int] = field(default_factory=dict)
-    auto_created: dict[str, int] = field(default_factory=dict)
 
 
 def _template_state(topics: dict[str, Config]) -> str:

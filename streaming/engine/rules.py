@@ -8,17 +8,23 @@ come or go. Time-driven transitions come from deadlines, stamped with their own 
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from routewatch.alerts import AlertKey, AlertKind, NoRouteCause
 from routewatch.rocketmq import TBW102, is_system_topic
-from streaming.engine.alerts import REMEDIES
-from streaming.engine.state import Reg, RegKey, TopicState, key_json
-
-if TYPE_CHECKING:
-    from streaming.engine.cluster import ClusterEngine
+from streaming.engine.alerts import REMEDIES, AlertBook
+from streaming.engine.state import (
+    Config,
+    LazyMap,
+    Meta,
+    Outputs,
+    Reg,
+    RegKey,
+    TopicState,
+    key_json,
+)
 
 __all__ = ["Rules"]
 
@@ -62,8 +68,30 @@ def _capped(items: list[str]) -> dict[str, Any]:
     return {"items": items[:EVIDENCE_LIST_MAX], "count": len(items)}
 
 
+class EngineView(Protocol):
+    """What the rules read and change of a cluster's engine, and no more (the engine,
+    :class:`streaming.engine.cluster.ClusterEngine`, is one; this module does not import it)."""
+
+    cluster: str
+    meta: Meta
+    tables: LazyMap[RegKey, dict[str, Config]]
+    topics: LazyMap[str, TopicState]
+    book: AlertBook
+    out: Outputs
+
+    def schedule(self, at: int, kind: str, key: str) -> None: ...
+
+    def expire(self, key: RegKey, at: int) -> bool: ...
+
+    def stop_lingering(self, key: RegKey, at: int) -> bool: ...
+
+    def topic_state(self, topic: str, *, create: bool = False) -> TopicState | None: ...
+
+    def live_holders(self, topic: str) -> dict[RegKey, Config]: ...
+
+
 class Rules:
-    def __init__(self, engine: ClusterEngine) -> None:
+    def __init__(self, engine: EngineView) -> None:
         self.e = engine
         self.cluster = engine.cluster
         self._names: set[str] | None = None

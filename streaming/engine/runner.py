@@ -1,4 +1,11 @@
-"""Running the engine over a whole input in memory (tests, and batch evaluation's core)."""
+"""The stream's step over a whole input in memory: tests, and anything that needs the alerts of
+a finite input without Spark.
+
+:func:`run_stream` calls the same :class:`~streaming.engine.step.Step` the Spark job calls,
+over :class:`~streaming.engine.entries.MemoryEntries`, one batch at a time — every batch starts
+from the stored bytes, as after a restart — and reads the alert versions, route changes and
+counts back from the change rows the step returns (:mod:`routewatch.changes`).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +15,11 @@ from dataclasses import dataclass, field
 import orjson
 
 from routewatch.alerts import Alert
-from routewatch.changes import RouteChange
-from streaming.engine.intake import Intake, dedupe_id
-from streaming.engine.stream import Arrival, StreamEngine
+from routewatch.changes import DUPLICATES, LATE, ChangeRow, Count, RouteChange, decode
+from streaming.engine.entries import MemoryEntries
+from streaming.engine.intake import dedupe_id
+from streaming.engine.step import Step
+from streaming.engine.stream import Arrival
 
 __all__ = ["ClusterRun", "StreamRun", "run_cluster", "run_stream"]
 
@@ -47,6 +56,22 @@ class StreamRun:
         """The last version of every alert of every cluster."""
         return [a for name in sorted(self.clusters) for a in self.clusters[name].final_alerts()]
 
+    def add(self, rows: Iterable[ChangeRow]) -> None:
+        """Take in the changes of one step."""
+        for row in rows:
+            change = decode(row)
+            if isinstance(change, Alert):
+                self.cluster(change.cluster).alert_changes.append(change)
+            elif isinstance(change, RouteChange):
+                assert row.cluster is not None
+                self.cluster(row.cluster).route_changes.append(change)
+            elif isinstance(change, Count) and change.name == LATE:
+                self.late += change.value
+            elif isinstance(change, Count) and change.name == DUPLICATES:
+                self.duplicates += change.value
+            elif row.cluster is not None:
+                self.cluster(row.cluster)
+
 
 def run_stream(
     arrivals: Iterable[Arrival],
@@ -55,31 +80,19 @@ def run_stream(
     batch_size: int | None = None,
     dedupe_horizon_ms: int = DEFAULT_DEDUPE_HORIZON_MS,
 ) -> StreamRun:
-    """Feed ``(event_id, ts, seq, raw)`` arrivals (of valid events) through the stream's intake
-    and engines,
-    ``batch_size`` at a time (all at once by default), then flush as at the end of input."""
-    stream = StreamEngine(Intake(lateness_ms, dedupe_horizon_ms))
+    """Feed ``(event_id, ts, seq, raw)`` arrivals (of valid events) through the stream's step,
+    ``batch_size`` at a time (all at once by default), then end the input."""
+    step = Step(lateness_ms, dedupe_horizon_ms)
+    entries = MemoryEntries()
     run = StreamRun()
     pending = [
         (dedupe_id(orjson.loads(raw)["cluster"], event_id), ts, seq, raw)
         for event_id, ts, seq, raw in arrivals
     ]
     size = batch_size or max(len(pending), 1)
-
-    def collect() -> None:
-        for name, engine in stream.finish():
-            out = run.cluster(name)
-            out.alert_changes += engine.book.take_changes()
-            out.route_changes += engine.out.route_changes
-            engine.out.route_changes = []
-
     for start in range(0, len(pending), size):
-        result = stream.receive(pending[start : start + size])
-        run.late += len(result.late)
-        run.duplicates += len(result.duplicates)
-        collect()
-    stream.flush()
-    collect()
+        run.add(step(entries, pending[start : start + size]))
+    run.add(step(entries, [], final=True))
     return run
 
 

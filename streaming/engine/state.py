@@ -14,13 +14,14 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
-from routewatch.changes import Config, RegKey
+from routewatch.changes import Config, RegKey, RouteChange
 
 __all__ = [
     "Config",
     "Holder",
     "LazyMap",
     "Meta",
+    "Outputs",
     "Reg",
     "RegKey",
     "TopicState",
@@ -227,3 +228,14 @@ class LazyMap(Generic[K, V]):
     def dirty(self) -> Iterator[tuple[K, V | None]]:
         for key in sorted(self._dirty, key=str):
             yield key, self._data.get(key)
+
+
+@dataclass
+class Outputs:
+    """What a cluster's engine produced in the current batch, besides alert changes."""
+
+    route_changes: list[RouteChange] = field(default_factory=list)
+    touched_regs: set[RegKey] = field(default_factory=set)
+    events: dict[str, int] = field(default_factory=dict)
+    sends: dict[str, int] = field(default_factory=dict)
+    auto_created: dict[str, int] = field(default_factory=dict)

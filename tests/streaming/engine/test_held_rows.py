@@ -7,8 +7,8 @@ import zlib
 import orjson
 import pytest
 
+from streaming.engine.held_rows import pack, unpack
 from streaming.engine.intake import Held
-from streaming.held_rows import pack, unpack
 
 
 def _rows() -> list[tuple[int, int, int, str, str]]:

@@ -1,0 +1,122 @@
+"""One step of the whole stream: a batch of arrivals in, the changes it made out.
+
+:class:`Step` is what the Spark job's stateful processor calls once per micro-batch
+(:mod:`streaming.processor`, over Spark's ``MapState``) and what the tests and in-memory runs
+call (:mod:`streaming.engine.runner`, over :class:`~streaming.engine.entries.MemoryEntries`):
+load the clock and the intake from the entries, feed the arrivals through the stream's one
+intake and clock (:class:`~streaming.engine.stream.StreamEngine`), save what changed, and return
+the changes as rows of :mod:`routewatch.changes` — alert versions, route changes, topics
+created, broker states, counts, late and bad input, and each cluster's clock. Since every step
+starts from the entries, a run is the same whatever its batches, and a restart (new entries
+object, same stored bytes) resumes exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import orjson
+
+from routewatch.changes import (
+    DUPLICATES,
+    EVENTS_APPLIED,
+    LATE,
+    SENDS,
+    BadLine,
+    BrokerState,
+    ChangeRow,
+    ClusterClock,
+    Count,
+    LateEvent,
+    TopicCreated,
+    encode_alert,
+    encode_bad,
+    encode_broker,
+    encode_clock,
+    encode_count,
+    encode_late,
+    encode_route,
+    encode_topic,
+)
+from streaming.engine.cluster import ClusterEngine
+from streaming.engine.entries import Entries
+from streaming.engine.layout import StateLayout
+from streaming.engine.stream import Arrival, StreamEngine
+
+__all__ = ["Step"]
+
+
+class Step:
+    """The stream's step function, for one lateness bound and duplicate horizon."""
+
+    def __init__(self, lateness_ms: int, dedupe_horizon_ms: int) -> None:
+        self.lateness_ms = lateness_ms
+        self.dedupe_horizon_ms = dedupe_horizon_ms
+
+    def __call__(
+        self,
+        entries: Entries,
+        arrivals: list[Arrival],
+        *,
+        final: bool = False,
+        bad: Iterable[tuple[str | None, BadLine]] = (),
+    ) -> list[ChangeRow]:
+        """Apply one batch: ``arrivals`` (valid events, ``(dedupe id, ts, seq, raw)``, in
+        arrival order) and ``bad`` input (the cluster it names, if any, and the line); with
+        ``final``, the input ends here and everything held is applied. The changes, in order:
+        bad input, each cluster's changes, late input and counts, each cluster's clock."""
+        out = [encode_bad(cluster, line) for cluster, line in bad]
+        layout = StateLayout(entries, self.lateness_ms, self.dedupe_horizon_ms)
+        intake = layout.load_intake(arrivals)
+        clock = layout.load_clock()
+        stream = StreamEngine(intake, layout.load_engine, clock)
+        result = stream.receive(arrivals)
+        if final:
+            stream.flush()
+        for cluster, engine in stream.finish():
+            layout.save_engine(cluster, engine)
+            out += _engine_changes(cluster, engine, clock.stream_time)
+        out += _intake_changes(result.late, result.duplicates, clock.stream_time)
+        cluster_clock = ClusterClock(clock.stream_time, intake.max_received, intake.held_count)
+        out += [encode_clock(cluster, cluster_clock) for cluster in sorted(clock.clusters)]
+        layout.save_intake(intake)
+        layout.save_clock(clock)
+        return out
+
+
+def _engine_changes(cluster: str, engine: ClusterEngine, now: int | None) -> list[ChangeRow]:
+    """What a cluster's engine changed in this batch, as change rows."""
+    rows = [encode_alert(alert, i) for i, alert in enumerate(engine.book.take_changes())]
+    rows += [encode_route(cluster, change) for change in engine.out.route_changes]
+    for topic, at in sorted(engine.out.auto_created.items()):
+        rows.append(encode_topic(cluster, TopicCreated(topic, at)))
+    for key in sorted(engine.out.touched_regs):
+        reg = engine.meta.regs[key]
+        state = BrokerState(
+            key, reg.addr, reg.live, reg.shutdown, reg.auto_create, reg.template, reg.last_hb
+        )
+        rows.append(encode_broker(cluster, state))
+    counts = [Count(EVENTS_APPLIED, k, v, now) for k, v in engine.out.events.items()]
+    counts += [Count(SENDS, k, v, now) for k, v in engine.out.sends.items()]
+    for count in sorted(counts, key=lambda c: (c.name, c.label)):
+        rows.append(encode_count(cluster, count))
+    return rows
+
+
+def _intake_changes(
+    late: list[tuple[str, str]], duplicates: list[str], now: int | None
+) -> list[ChangeRow]:
+    """Late input (kept with its reason) and the late and duplicate counts, by the cluster
+    each line names."""
+    rows: list[ChangeRow] = []
+    counts: dict[tuple[str, str], int] = {}
+    for raw in duplicates:
+        cluster = orjson.loads(raw)["cluster"]
+        counts[(cluster, DUPLICATES)] = counts.get((cluster, DUPLICATES), 0) + 1
+    for raw, detail in late:
+        cluster = orjson.loads(raw)["cluster"]
+        counts[(cluster, LATE)] = counts.get((cluster, LATE), 0) + 1
+        rows.append(encode_late(cluster, LateEvent(detail, raw)))
+    for (cluster, name), value in sorted(counts.items()):
+        rows.append(encode_count(cluster, Count(name, "", value, now)))
+    return rows
