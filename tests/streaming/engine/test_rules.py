@@ -1,142 +1,19 @@
-"""The alert catalogue's rules, one situation at a time, with explicit event times and the
-exact alerts expected (kind, key, opened and resolved instants in seconds from the start)."""
+"""The alert catalogue's rules (docs/alerts.md), one situation at a time: a trace of events
+written by hand with explicit event times (:mod:`tests.streaming.engine.events`), run through
+the stream's step on the in-memory backend, and the exact alerts expected — as (kind, key,
+opened and resolved instants in seconds from the start), or in full, every field of every alert
+(kind by kind, at the end), over one batch and one event per batch."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 
+from routewatch.alerts import AlertKind, NoRouteCause, Severity, alert_id
 from streaming.engine import run_stream
 from streaming.engine.runner import StreamRun
-
-T0 = 1_767_225_600_000
-NS1, NS2 = "10.0.0.100:9876", "10.0.0.101:9876"
-TBW102 = (8, 8, 7)
-
-
-class Trace:
-    """Contract events written by hand; times in seconds from ``T0``."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def _add(self, s: float, cluster: str, seq: int | None, body: dict[str, Any]) -> None:
-        event = {"v": 1, "ts": T0 + round(s * 1000), "cluster": cluster}
-        event["event_id"] = f"e{len(self.events)}"
-        if seq is not None:
-            event["seq"] = seq
-        self.events.append({**event, **body})
-
-    def hb(
-        self,
-        s: float,
-        broker: str,
-        topics: dict[str, int | tuple[int, int, int]] | None = None,
-        *,
-        ns: str = NS1,
-        broker_id: int = 0,
-        full: bool = True,
-        auto: bool = True,
-        tbw: bool = True,
-        shutdown: bool = False,
-        dv: str | None = None,
-        part: int | None = None,
-        parts: int | None = None,
-        cluster: str = "C",
-    ) -> None:
-        configs = {t: (q, q, 6) if isinstance(q, int) else q for t, q in (topics or {}).items()}
-        if full and tbw and not shutdown:
-            configs = {"TBW102": TBW102, **configs}
-        body: dict[str, Any] = {
-            "type": "heartbeat",
-            "broker": broker,
-            "broker_addr": f"{broker}:10911",
-            "broker_id": broker_id,
-            "namesrv": ns,
-            "auto_create_topic_enable": auto,
-            "default_topic_queue_nums": 8,
-            "full": full,
-            "topics": {
-                t: {"read_queue_nums": r, "write_queue_nums": w, "perm": p}
-                for t, (r, w, p) in ({} if shutdown else configs).items()
-            },
-        }
-        if shutdown:
-            body["shutdown"] = True
-        for name, value in (("data_version", dv), ("part", part), ("parts", parts)):
-            if value is not None:
-                body[name] = value
-        self._add(s, cluster, None, body)
-
-    def pull(
-        self,
-        s: float,
-        topic: str,
-        brokers: list[str],
-        *,
-        via_default: bool = False,
-        result: str = "SUCCESS",
-        client: str = "p1",
-        cluster: str = "C",
-    ) -> None:
-        queues = [
-            {"broker": b, "read_queue_nums": 4, "write_queue_nums": 4, "perm": 6} for b in brokers
-        ]
-        body = {
-            "type": "route_pull",
-            "client_id": client,
-            "group": "pg",
-            "role": "producer",
-            "namesrv": NS1,
-            "topic": topic,
-            "via_default": via_default,
-            "create_topic_key": "TBW102",
-            "client_default_topic_queue_nums": 4,
-            "result": result,
-            "queues": queues if result == "SUCCESS" else [],
-        }
-        self._add(s, cluster, None, body)
-
-    def send(
-        self,
-        s: float,
-        topic: str,
-        status: str = "SEND_OK",
-        broker: str | None = None,
-        *,
-        auto_created: bool = False,
-        seq: int | None = None,
-        client: str = "p1",
-        cluster: str = "C",
-    ) -> None:
-        body = {
-            "type": "send",
-            "client_id": client,
-            "group": "pg",
-            "topic": topic,
-            "broker": broker,
-            "queue_id": None if broker is None else 0,
-            "default_topic": "TBW102",
-            "default_topic_queue_nums": 4,
-            "status": status,
-            "auto_created": auto_created,
-        }
-        self._add(s, cluster, seq, body)
-
-    def every(self, start: float, stop: float, step: float, broker: str, **kw: Any) -> None:
-        """Periodic full registrations of ``broker`` from ``start`` through ``stop``."""
-        s = start
-        while s <= stop:
-            self.hb(s, broker, **kw)
-            s += step
-
-    def arrivals(self, *, as_written: bool = False) -> list[tuple[str, int, int | None, str]]:
-        """In event-time order (events of one instant in the order they were written), or in
-        the order they were written."""
-        ordered = self.events if as_written else sorted(self.events, key=lambda e: e["ts"])
-        return [(e["event_id"], e["ts"], e.get("seq"), orjson.dumps(e).decode()) for e in ordered]
+from tests.streaming.engine.events import NS1, NS2, T0, Trace, ms
 
 
 def _s(ms: int | None) -> float | None:
@@ -156,6 +33,86 @@ def alerts(run: StreamRun, kind: str | None = None) -> list[tuple[Any, ...]]:
 
 def run(trace: Trace, **kw: Any) -> StreamRun:
     return run_stream(trace.arrivals(), lateness_ms=kw.pop("lateness_ms", 0), **kw)
+
+
+@pytest.fixture(params=[None, 1], ids=["one-batch", "event-per-batch"])
+def batch_size(request: pytest.FixtureRequest) -> int | None:
+    """Alerts must not depend on batch boundaries: the whole input in one batch, and one event
+    per batch."""
+    size: int | None = request.param
+    return size
+
+
+def expect(
+    kind: AlertKind,
+    *,
+    topic: str | None = None,
+    broker: str | None = None,
+    broker_id: int | None = None,
+    severity: Severity,
+    opened: float,
+    updated: float | None = None,
+    resolved: float | None = None,
+    cause: NoRouteCause | None = None,
+    summary: str,
+    evidence: dict[str, Any],
+    remedy: str,
+    cluster: str = "C",
+) -> dict[str, Any]:
+    """An alert in full, as ``Alert.to_dict`` gives it; instants in seconds from ``T0``
+    (``updated`` is the resolution instant, or the opening one, unless given)."""
+    if updated is None:
+        updated = opened if resolved is None else resolved
+    return {
+        "id": alert_id((kind, cluster, topic, broker, broker_id), ms(opened)),
+        "kind": kind,
+        "severity": severity,
+        "state": "open" if resolved is None else "resolved",
+        "cluster": cluster,
+        "topic": topic,
+        "broker": broker,
+        "broker_id": broker_id,
+        "cause": cause,
+        "opened_at": ms(opened),
+        "updated_at": ms(updated),
+        "resolved_at": None if resolved is None else ms(resolved),
+        "summary": summary,
+        "evidence": evidence,
+        "remedy": remedy,
+    }
+
+
+def final(run_: StreamRun, *kinds: str) -> list[dict[str, Any]]:
+    """The run's final alerts (of ``kinds``, or all) in full, in the order they were opened."""
+    return [a.to_dict() for a in run_.final_alerts() if not kinds or a.kind in kinds]
+
+
+def versions(run_: StreamRun, kind: str) -> list[tuple[str, float | None, str, str | None]]:
+    """Every change made to the run's alerts of ``kind``: (state, instant s, severity, cause)."""
+    return [
+        (a.state, _s(a.updated_at), a.severity, a.cause)
+        for cluster in run_.clusters.values()
+        for a in cluster.alert_changes
+        if a.kind == kind
+    ]
+
+
+def create_remedy(topic: str, q: int, namesrvs: str = NS1) -> str:
+    """The remedy of the coverage alerts: create the topic on every master."""
+    return (
+        f"mqadmin updateTopic -n {namesrvs} -c C -t {topic} -r {q} -w {q}; and set "
+        "autoCreateTopicEnable=false on the brokers in production."
+    )
+
+
+TEMPLATE_REMEDY = (
+    "Restart the broker with autoCreateTopicEnable=true so that it recreates TBW102, or turn "
+    "auto-creation off on purpose."
+)
+EXPIRED_REMEDY = "Check the broker process and its namesrvAddr list."
+DIVERGENCE_REMEDY = (
+    "Check the broker process and its namesrvAddr list: it no longer reaches every NameServer."
+)
 
 
 # -- one clock for the whole stream --------------------------------------------------------------
@@ -263,12 +220,25 @@ def test_liveness_goes_first_when_thresholds_coincide() -> None:
 # -- queue skew per broker ------------------------------------------------------------------------
 
 
-def test_a_master_and_its_slave_with_different_counts_are_skewed() -> None:
+def test_a_master_and_its_slave_with_different_counts_are_skewed(batch_size: int | None) -> None:
     t = Trace()
     t.hb(0, "a", {"T": 8})
     t.hb(0, "a", {"T": 4}, broker_id=1)
 
-    assert alerts(run(t)) == [("QUEUE_SKEW", "C", "T", 0.0, None)]
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_) == [("QUEUE_SKEW", "C", "T", 0.0, None)]
+    assert final(run_) == [
+        expect(
+            "QUEUE_SKEW",
+            topic="T",
+            severity="info",
+            opened=0,
+            summary="Topic T has uneven queues: write queues [4, 8] across brokers.",
+            evidence={"brokers": {"a": {"read": 8, "write": 8}, "a/1": {"read": 4, "write": 4}}},
+            remedy=f"mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8",
+        )
+    ]
 
 
 def test_a_stale_view_on_one_namesrv_hides_no_skew() -> None:
@@ -288,20 +258,56 @@ def test_a_stale_view_on_one_namesrv_hides_no_skew() -> None:
 # -- AT_RISK when the topic is left on no broker --------------------------------------------------
 
 
-def test_at_risk_stays_open_when_the_topic_is_left_on_no_broker() -> None:
+def _at_risk_on_no_broker(*, resolved: float | None = None) -> dict[str, Any]:
+    """The AT_RISK of ``_template_route_on_one_of_two`` once a, the one broker holding T, left at
+    10 s: still open, and its summary says T is on none of the template brokers."""
+    return expect(
+        "AT_RISK",
+        topic="T",
+        severity="warning",
+        opened=6,
+        updated=10 if resolved is None else resolved,
+        resolved=resolved,
+        summary="Topic T is on none of the 2 brokers its producers' template route covers any "
+        "more; those producers keep that route until a route refresh succeeds (next by "
+        "2026-01-01T00:00:30.500Z).",
+        evidence={
+            "producers": [
+                {
+                    "client_id": "p1",
+                    "template_brokers": ["a", "b"],
+                    "brokers_with_topic": [],
+                    "template_route_since": ms(0.5),
+                    "next_refresh_by": ms(30.5),
+                }
+            ],
+            "brokers_with_topic": [],
+            "condition_since": ms(1),
+        },
+        remedy=create_remedy("T", 4),
+    )
+
+
+def test_at_risk_stays_open_when_the_topic_is_left_on_no_broker(batch_size: int | None) -> None:
     t = _template_route_on_one_of_two()
     t.hb(10, "a", ns=NS1, shutdown=True)  # the one broker holding T leaves: k falls to 0
     t.hb(20, "b")
 
-    assert alerts(run(t)) == [("AT_RISK", "C", "T", 6.0, None)]
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_) == [("AT_RISK", "C", "T", 6.0, None)]
+    assert final(run_) == [_at_risk_on_no_broker()]
 
 
-def test_at_risk_resolves_when_no_producer_holds_a_template_route() -> None:
+def test_at_risk_resolves_when_no_producer_holds_a_template_route(batch_size: int | None) -> None:
     t = _template_route_on_one_of_two()
     t.hb(10, "a", ns=NS1, shutdown=True)
     t.pull(20, "T", ["b"])  # a successful non-default pull replaces the template route
 
-    assert alerts(run(t), "AT_RISK") == [("AT_RISK", "C", "T", 6.0, 20.0)]
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_, "AT_RISK") == [("AT_RISK", "C", "T", 6.0, 20.0)]
+    assert final(run_) == [_at_risk_on_no_broker(resolved=20)]
 
 
 # -- the NameServers of a cluster after a clean shutdown ------------------------------------------
@@ -451,3 +457,1021 @@ def test_partial_coverage_on_no_broker_left_says_so() -> None:
     assert (coverage.state, coverage.severity) == ("open", "critical")
     assert coverage.evidence["coverage"] == "0/1"  # b expired at 150 s: no broker holds T
     assert coverage.summary.startswith("Auto-created topic T has no route left: none of the 1 ")
+
+
+# -- the catalogue, kind by kind: every alert in full, opened and resolved ------------------------
+#
+# Every trace below is written by hand with explicit times; every alert it ends with is asserted
+# field by field, and each test runs over the whole input at once and one event per batch.
+
+
+def _auto_created_on_a_of_a_and_b(until: float = 90) -> Trace:
+    """Masters a and b (TBW102 on both), registering every 30 s through ``until``. A producer
+    takes a template route over both at 0.5 s (T is auto-created then); its first send makes a
+    create T at 1 s, which a registers at once and in every full registration from then on."""
+    t = Trace()
+    t.hb(0, "a")
+    t.every(30, until, 30, "a", topics={"T": 4})
+    t.every(0, until, 30, "b")
+    t.pull(0.5, "T", ["a", "b"], via_default=True)
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    return t
+
+
+# PARTIAL_COVERAGE
+
+
+def test_partial_coverage_opens_when_producers_converge_and_resolves_on_every_master(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a")
+    t.every(30, 90, 30, "a", topics={"T": 4})
+    t.every(0, 60, 30, "b")
+    t.pull(0.5, "T", ["a", "b"], via_default=True)  # T auto-created at 0.5 s
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    t.pull(3, "T", ["a"])  # the producer's refresh: settled on a, before AT_RISK's 5 s
+    t.hb(75, "b", {"T": 4})  # T created on b by hand: every master holds it
+    t.hb(90, "b", {"T": 4})
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "PARTIAL_COVERAGE",
+            topic="T",
+            severity="critical",
+            opened=3,
+            resolved=75,
+            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
+            "producers' routes have converged on that subset.",
+            evidence={
+                "coverage": "2/2",  # brought up to date on resolution
+                "brokers_with_topic": ["a"],
+                "brokers_without_topic": ["b"],
+                "namesrv_views": {NS1: ["a"]},
+                "auto_created_at": ms(0.5),
+                "producers_with_template_route": [],
+            },
+            remedy=create_remedy("T", 4),
+        )
+    ]
+    assert versions(run_, "PARTIAL_COVERAGE") == [
+        ("open", 3.0, "critical", None),
+        ("resolved", 75.0, "critical", None),
+    ]
+
+
+def test_partial_coverage_settles_60_s_after_auto_creation_and_resolves_at_risk(
+    batch_size: int | None,
+) -> None:
+    t = _auto_created_on_a_of_a_and_b()  # the producer never refreshes its route
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "AT_RISK",
+            topic="T",
+            severity="warning",
+            opened=6,  # the condition holds from 1 s, + 5 s
+            resolved=60.5,
+            summary="Topic T is on 1 of the 2 brokers its producers' template route covers; at "
+            "their next route refresh (by 2026-01-01T00:00:30.500Z) it collapses to those "
+            "brokers.",
+            evidence={
+                "producers": [
+                    {
+                        "client_id": "p1",
+                        "template_brokers": ["a", "b"],
+                        "brokers_with_topic": ["a"],
+                        "template_route_since": ms(0.5),
+                        "next_refresh_by": ms(30.5),
+                    }
+                ],
+                "brokers_with_topic": ["a"],
+                "condition_since": ms(1),
+                "resolution": "partial coverage opened",
+            },
+            remedy=create_remedy("T", 4),
+        ),
+        expect(
+            "PARTIAL_COVERAGE",
+            topic="T",
+            severity="critical",
+            opened=60.5,  # auto-created at 0.5 s, + 60 s
+            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
+            "producers' routes have converged on that subset.",
+            evidence={
+                "coverage": "1/2",
+                "brokers_with_topic": ["a"],
+                "brokers_without_topic": ["b"],
+                "namesrv_views": {NS1: ["a"]},
+                "auto_created_at": ms(0.5),
+                "producers_with_template_route": ["p1"],
+            },
+            remedy=create_remedy("T", 4),
+        ),
+    ]
+
+
+def test_partial_coverage_severity_follows_k(batch_size: int | None) -> None:
+    t = Trace()
+    t.every(0, 180, 30, "c")
+    t.hb(0, "a")
+    t.hb(0, "b")
+    # sends auto-create T on a, then b; no producer took a template route: settled at once
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    t.send(2, "T", broker="b", auto_created=True)
+    t.hb(2, "b", {"T": 4}, full=False)
+    t.every(30, 180, 30, "a", topics={"T": 4})
+    t.hb(30, "b", {"T": 4})  # b's last registration: it expires at 150 s
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_, "PARTIAL_COVERAGE") == [
+        expect(
+            "PARTIAL_COVERAGE",
+            topic="T",
+            severity="critical",
+            opened=1,
+            updated=150,
+            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
+            "producers' routes have converged on that subset.",
+            evidence={
+                "coverage": "1/2",
+                "brokers_with_topic": ["a"],
+                "brokers_without_topic": ["c"],
+                "namesrv_views": {NS1: ["a"]},
+                "auto_created_at": ms(1),
+                "producers_with_template_route": [],
+            },
+            remedy=create_remedy("T", 4),
+        )
+    ]
+    assert versions(run_, "PARTIAL_COVERAGE") == [
+        ("open", 1.0, "critical", None),  # 1/3
+        ("open", 2.0, "warning", None),  # 2/3
+        ("open", 150.0, "critical", None),  # b expired: 1/2
+    ]
+
+
+def test_partial_coverage_resolves_when_the_master_without_the_topic_leaves(
+    batch_size: int | None,
+) -> None:
+    t = _auto_created_on_a_of_a_and_b(until=30)
+    t.pull(3, "T", ["a"])
+    t.hb(40, "b", shutdown=True)  # b unregisters: the only expected master, a, holds T
+    t.hb(60, "a", {"T": 4})
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "PARTIAL_COVERAGE",
+            topic="T",
+            severity="critical",
+            opened=3,
+            resolved=40,
+            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
+            "producers' routes have converged on that subset.",
+            evidence={
+                "coverage": "1/1",
+                "brokers_with_topic": ["a"],
+                "brokers_without_topic": ["b"],
+                "namesrv_views": {NS1: ["a"]},
+                "auto_created_at": ms(0.5),
+                "producers_with_template_route": [],
+            },
+            remedy=create_remedy("T", 4),
+        )
+    ]
+
+
+def test_partial_coverage_stays_open_at_k_0_and_resolves_when_no_master_is_expected(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a")
+    t.hb(30, "a", {"T": 4})  # a's last registration: it expires at 150 s
+    t.every(0, 60, 30, "b")  # b's last at 60 s: it expires at 180 s
+    t.pull(0.5, "T", ["a", "b"], via_default=True)
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    t.pull(3, "T", ["a"])
+    t.every(0, 210, 30, "d", cluster="D")  # the stream's clock goes on
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_, "PARTIAL_COVERAGE") == [
+        expect(
+            "PARTIAL_COVERAGE",
+            topic="T",
+            severity="critical",
+            opened=3,
+            resolved=180,
+            summary="Auto-created topic T has no route left: none of the 1 live brokers holds it "
+            "any more, and none will get it by itself.",
+            evidence={
+                "coverage": "0/0",
+                "brokers_with_topic": [],
+                "brokers_without_topic": ["b"],
+                "namesrv_views": {},
+                "auto_created_at": ms(0.5),
+                "producers_with_template_route": [],
+            },
+            remedy=create_remedy("T", 4),
+        )
+    ]
+    assert versions(run_, "PARTIAL_COVERAGE") == [
+        ("open", 3.0, "critical", None),  # 1/2
+        ("open", 150.0, "critical", None),  # a expired: 0/1, it stays open
+        ("resolved", 180.0, "critical", None),  # b expired: no master is expected
+    ]
+
+
+def test_topics_created_by_hand_and_system_topics_raise_no_coverage_alert(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 90, 30, "a", topics={"T": 4, "%RETRY%pg": 1})  # T created by hand on a only
+    t.every(0, 90, 30, "b")
+    t.send(1, "T", broker="a")
+    t.pull(2, "%RETRY%pg", ["a", "b"], via_default=True)
+    t.send(3, "%RETRY%pg", broker="a", auto_created=True)  # a system topic, on a only
+
+    assert final(run(t, batch_size=batch_size)) == []
+
+
+# AT_RISK
+
+
+def test_at_risk_follows_its_producers_and_resolves_when_every_template_broker_holds_it(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a")
+    t.hb(0, "b")
+    t.hb(0, "c")
+    t.pull(0.5, "T", ["a", "b"], via_default=True, client="p1")
+    t.pull(0.8, "T", ["a", "b", "c"], via_default=True, client="p2")
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)  # the condition holds from 1 s: k = 1
+    t.pull(20, "T", [], result="TIMEOUT", client="p2")  # keeps p2's route, moves its refresh
+    t.send(22, "T", broker="b", client="p2", auto_created=True)
+    t.hb(22, "b", {"T": 4}, full=False)  # p1's template brokers all hold T; p2's do not
+    t.send(24, "T", broker="c", client="p2", auto_created=True)
+    t.hb(24, "c", {"T": 4}, full=False)  # converged: all three hold T
+    for broker in ("a", "b", "c"):
+        t.every(30, 90, 30, broker, topics={"T": 4})
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "AT_RISK",
+            topic="T",
+            severity="warning",
+            opened=6,
+            updated=24,
+            resolved=24,
+            summary="Topic T is on 2 of the 3 brokers its producers' template route covers; at "
+            "their next route refresh (by 2026-01-01T00:00:50.000Z) it collapses to those "
+            "brokers.",
+            evidence={
+                "producers": [
+                    {
+                        "client_id": "p2",
+                        "template_brokers": ["a", "b", "c"],
+                        "brokers_with_topic": ["a", "b"],
+                        "template_route_since": ms(0.8),
+                        "next_refresh_by": ms(50),
+                    }
+                ],
+                "brokers_with_topic": ["a", "b"],
+                "condition_since": ms(1),
+            },
+            remedy=create_remedy("T", 4),
+        )
+    ]
+    changes = [a for a in run_.cluster("C").alert_changes if a.kind == "AT_RISK"]
+    assert [(_s(a.updated_at), a.state) for a in changes] == [
+        (6.0, "open"),  # p1: 1 of 2, p2: 1 of 3
+        (20.0, "open"),  # p2's failed pull: its next refresh is due at 50 s
+        (22.0, "open"),  # p1 is no longer at risk
+        (24.0, "resolved"),
+    ]
+    p1 = {
+        "client_id": "p1",
+        "template_brokers": ["a", "b"],
+        "brokers_with_topic": ["a"],
+        "template_route_since": ms(0.5),
+        "next_refresh_by": ms(30.5),
+    }
+    p2 = {
+        "client_id": "p2",
+        "template_brokers": ["a", "b", "c"],
+        "brokers_with_topic": ["a"],
+        "template_route_since": ms(0.8),
+        "next_refresh_by": ms(30.8),
+    }
+    assert (changes[0].summary, changes[0].evidence) == (
+        "Topic T is on 1 of the 3 brokers its producers' template route covers; at their next "
+        "route refresh (by 2026-01-01T00:00:30.800Z) it collapses to those brokers.",
+        {"producers": [p1, p2], "brokers_with_topic": ["a"], "condition_since": ms(1)},
+    )
+    assert (changes[1].summary, changes[1].evidence) == (
+        "Topic T is on 1 of the 3 brokers its producers' template route covers; at their next "
+        "route refresh (by 2026-01-01T00:00:50.000Z) it collapses to those brokers.",
+        {
+            "producers": [p1, {**p2, "next_refresh_by": ms(50)}],
+            "brokers_with_topic": ["a"],
+            "condition_since": ms(1),
+        },
+    )
+
+
+def test_at_risk_needs_5_s_without_a_break(batch_size: int | None) -> None:
+    t = Trace()
+    t.every(0, 60, 30, "a")
+    t.every(0, 60, 30, "b")
+    t.pull(0.5, "T", ["a", "b"], via_default=True)
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    t.send(5.5, "T", broker="b", auto_created=True)
+    t.hb(5.5, "b", {"T": 4}, full=False)  # converged 4.5 s after the condition began
+
+    assert final(run(t, batch_size=batch_size)) == []
+
+
+# NO_ROUTE_INFO: every cause, and both resolutions
+
+
+def _no_route(
+    *,
+    cause: NoRouteCause,
+    opened: float,
+    updated: float | None = None,
+    resolved: float | None = None,
+    evidence: dict[str, Any],
+    remedy: str,
+) -> dict[str, Any]:
+    return expect(
+        "NO_ROUTE_INFO",
+        topic="T",
+        severity="critical",
+        opened=opened,
+        updated=updated,
+        resolved=resolved,
+        cause=cause,
+        summary=f'Sends of topic T fail with "No route info of this topic" (cause: {cause}).',
+        evidence=evidence,
+        remedy=remedy,
+    )
+
+
+def test_no_route_info_no_namesrv_by_status_resolves_when_a_send_succeeds(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 60, 30, "a")
+    t.send(5, "T", "NO_NAMESRV", client="p1")
+    t.send(8, "T", "NO_NAMESRV", client="p2")
+    t.send(12, "T", "SEND_OK", "a")
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        _no_route(
+            cause="NO_NAMESRV",
+            opened=5,
+            resolved=12,
+            evidence={
+                "first_failure": ms(5),
+                "last_failure": ms(8),
+                "failures": 2,
+                "statuses": {"NO_NAMESRV": 2},
+                "clients": ["p1", "p2"],
+                "create_topic_key": "TBW102",
+                "resolution": "a send succeeded",
+            },
+            remedy="Set the client's NameServer address (namesrvAddr).",
+        )
+    ]
+    assert versions(run_, "NO_ROUTE_INFO") == [
+        ("open", 5.0, "critical", "NO_NAMESRV"),
+        ("open", 8.0, "critical", "NO_NAMESRV"),
+        ("resolved", 12.0, "critical", "NO_NAMESRV"),
+    ]
+
+
+def test_no_route_info_no_namesrv_by_pull_then_unknown_resolves_after_120_s_quiet(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 150, 30, "a")  # auto-creation on, TBW102 usable
+    t.pull(4, "T", [], result="NO_NAMESRV", namesrv=None)
+    t.send(5, "T", "NO_ROUTE_INFO")  # the client's latest pull said NO_NAMESRV
+    t.pull(10, "T", [], result="TOPIC_NOT_EXIST")  # it has a NameServer again
+    t.send(11, "T", "NO_ROUTE_INFO")  # no cause matches: UNKNOWN
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        _no_route(
+            cause="UNKNOWN",
+            opened=5,
+            resolved=131,  # the last failure + 120 s
+            evidence={
+                "first_failure": ms(5),
+                "last_failure": ms(11),
+                "failures": 2,
+                "statuses": {"NO_ROUTE_INFO": 2},
+                "clients": ["p1"],
+                "create_topic_key": "TBW102",
+                "resolution": "quiet for 120 s",
+            },
+            remedy="Check the client's NameServer address and the topic's route.",
+        )
+    ]
+    assert versions(run_, "NO_ROUTE_INFO") == [
+        ("open", 5.0, "critical", "NO_NAMESRV"),
+        ("open", 11.0, "critical", "UNKNOWN"),  # a changed cause updates the open alert
+        ("resolved", 131.0, "critical", "UNKNOWN"),
+    ]
+
+
+def test_no_route_info_no_live_broker(batch_size: int | None) -> None:
+    t = Trace()
+    t.hb(0, "a")  # expires at 120 s
+    t.send(130, "T", "NO_ROUTE_INFO")
+    t.every(0, 270, 30, "d", cluster="D")  # the stream's clock goes on
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_, "NO_ROUTE_INFO") == [
+        _no_route(
+            cause="NO_LIVE_BROKER",
+            opened=130,
+            resolved=250,
+            evidence={
+                "first_failure": ms(130),
+                "last_failure": ms(130),
+                "failures": 1,
+                "statuses": {"NO_ROUTE_INFO": 1},
+                "clients": ["p1"],
+                "create_topic_key": "TBW102",
+                "resolution": "quiet for 120 s",
+            },
+            remedy="Bring a broker of the cluster back.",
+        )
+    ]
+
+
+def test_no_route_info_create_topic_key_mismatch(batch_size: int | None) -> None:
+    t = Trace()
+    t.every(0, 150, 30, "a")  # reports TBW102
+    t.send(5, "T", "NO_ROUTE_INFO", default_topic="AUTO_CREATE_TOPIC_KEY")  # a 4.3.0 client
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        _no_route(
+            cause="CREATE_TOPIC_KEY_MISMATCH",
+            opened=5,
+            resolved=125,
+            evidence={
+                "first_failure": ms(5),
+                "last_failure": ms(5),
+                "failures": 1,
+                "statuses": {"NO_ROUTE_INFO": 1},
+                "clients": ["p1"],
+                "create_topic_key": "AUTO_CREATE_TOPIC_KEY",
+                "resolution": "quiet for 120 s",
+            },
+            remedy="Align the client's createTopicKey (AUTO_CREATE_TOPIC_KEY) with TBW102 "
+            "(upgrade a 4.3.0 client).",
+        )
+    ]
+
+
+def test_no_route_info_auto_create_disabled(batch_size: int | None) -> None:
+    t = Trace()
+    for ns in (NS1, NS2):
+        t.hb(0, "a", ns=ns, auto=False, tbw=False)
+    t.send(5, "T", "NO_ROUTE_INFO", client="p2")
+    t.send(6, "T", "NO_ROUTE_INFO", client="p1")
+    for ns in (NS1, NS2):
+        t.hb(20, "a", {"T": 8}, ns=ns, auto=False, tbw=False)  # T created by hand
+    t.send(21, "T", "SEND_OK", "a")
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        _no_route(
+            cause="AUTO_CREATE_DISABLED",
+            opened=5,
+            resolved=21,
+            evidence={
+                "first_failure": ms(5),
+                "last_failure": ms(6),
+                "failures": 2,
+                "statuses": {"NO_ROUTE_INFO": 2},
+                "clients": ["p1", "p2"],
+                "create_topic_key": "TBW102",
+                "resolution": "a send succeeded",
+            },
+            remedy=f"Create the topic: mqadmin updateTopic -n {NS1};{NS2} -c C -t T -r 8 -w 8",
+        )
+    ]
+
+
+def test_no_route_info_template_missing_resolves_on_any_delivered_status(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 60, 30, "a", tbw=False)  # auto-creation on, no TBW102
+    t.send(5, "T", "NO_ROUTE_INFO")
+    t.send(9, "T", "FLUSH_DISK_TIMEOUT", "a")  # delivered
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_, "NO_ROUTE_INFO") == [
+        _no_route(
+            cause="TEMPLATE_MISSING",
+            opened=5,
+            resolved=9,
+            evidence={
+                "first_failure": ms(5),
+                "last_failure": ms(5),
+                "failures": 1,
+                "statuses": {"NO_ROUTE_INFO": 1},
+                "clients": ["p1"],
+                "create_topic_key": "TBW102",
+                "resolution": "a send succeeded",
+            },
+            remedy="Restore TBW102: restart the brokers with autoCreateTopicEnable=true, or "
+            "create the topic.",
+        )
+    ]
+
+
+# SEND_REJECTED
+
+
+def test_send_rejected_is_not_resolved_by_a_success_and_resolves_after_120_s_quiet(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 150, 30, "a", auto=False)  # a stale, usable TBW102 on brokers with
+    t.every(0, 150, 30, "b", auto=False)  # auto-creation off: they refuse the sends
+    t.send(5, "T", "TOPIC_NOT_EXIST", "a")
+    t.send(6, "T", "TOPIC_NOT_EXIST", "b")
+    t.send(7, "T", "TOPIC_NOT_EXIST", "a")
+    t.send(10, "T", "SEND_OK", "b")
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "SEND_REJECTED",
+            topic="T",
+            severity="warning",
+            opened=5,
+            resolved=127,  # the last refusal + 120 s
+            summary="Broker(s) a, b refuse sends of topic T with TOPIC_NOT_EXIST.",
+            evidence={
+                "first_refusal": ms(5),
+                "last_refusal": ms(7),
+                "refusals": 3,
+                "brokers": {"a": 2, "b": 1},
+                "resolution": "quiet for 120 s",
+            },
+            remedy="Create T on a, b (mqadmin updateTopic -b <broker addr> -t T), or remove the "
+            "stale TBW102 from a, b.",
+        )
+    ]
+    assert versions(run_, "SEND_REJECTED") == [
+        ("open", 5.0, "warning", None),
+        ("open", 6.0, "warning", None),
+        ("open", 7.0, "warning", None),
+        ("resolved", 127.0, "warning", None),
+    ]
+
+
+# TEMPLATE_MISSING
+
+
+def test_template_missing_resolves_on_a_full_registration_with_a_usable_tbw102(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a", tbw=False, dv="v1")
+    t.hb(10, "a", {"TBW102": (8, 8, 7)}, full=False)  # an immediate registration: not judged
+    t.hb(30, "a", tbw=False, dv="v1")
+    t.hb(60, "a", dv="v2")  # a full registration with a usable TBW102
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "TEMPLATE_MISSING",
+            broker="a",
+            broker_id=0,
+            severity="warning",
+            opened=0,
+            resolved=60,
+            summary="Broker a has autoCreateTopicEnable=true but has no TBW102: topics sent to it "
+            "are not auto-created.",
+            evidence={
+                "namesrv": NS1,
+                "auto_create_topic_enable": True,
+                "tbw102": "usable",  # brought up to date on resolution
+                "data_version": "v1",
+            },
+            remedy=TEMPLATE_REMEDY,
+        )
+    ]
+    assert versions(run_, "TEMPLATE_MISSING") == [
+        ("open", 0.0, "warning", None),
+        ("resolved", 60.0, "warning", None),
+    ]
+
+
+def test_template_missing_without_inherit_resolves_when_auto_creation_is_turned_off(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 60, 30, "a")
+    t.hb(0, "a", {"TBW102": (8, 8, 6)}, broker_id=1, tbw=False, dv="v1")  # a slave's TBW102
+    t.hb(30, "a", {"TBW102": (8, 8, 6)}, broker_id=1, tbw=False, auto=False, dv="v2")
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "TEMPLATE_MISSING",
+            broker="a",
+            broker_id=1,
+            severity="warning",
+            opened=0,
+            resolved=30,
+            summary="Broker a has autoCreateTopicEnable=true but has a TBW102 without INHERIT: "
+            "topics sent to it are not auto-created.",
+            evidence={
+                "namesrv": NS1,
+                "auto_create_topic_enable": False,  # brought up to date on resolution
+                "tbw102": "no_inherit",
+                "data_version": "v1",
+            },
+            remedy=TEMPLATE_REMEDY,
+        )
+    ]
+
+
+def test_template_missing_is_judged_on_a_whole_split_registration_and_outlives_the_broker(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 210, 30, "b")
+    t.hb(0, "a", {"X": 4}, tbw=False, dv="v1", part=0, parts=2)
+    t.hb(1, "a", {"Y": 4}, tbw=False, dv="v1", part=1, parts=2)  # complete: no TBW102
+    # a falls silent: it expires at 121 s; TEMPLATE_MISSING stays open while it is gone
+    t.hb(200, "a", dv="v2")  # back, with a usable TBW102
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "TEMPLATE_MISSING",
+            broker="a",
+            broker_id=0,
+            severity="warning",
+            opened=1,
+            resolved=200,
+            summary="Broker a has autoCreateTopicEnable=true but has no TBW102: topics sent to it "
+            "are not auto-created.",
+            evidence={
+                "namesrv": NS1,
+                "auto_create_topic_enable": True,
+                "tbw102": "usable",
+                "data_version": "v1",
+            },
+            remedy=TEMPLATE_REMEDY,
+        ),
+        expect(
+            "BROKER_EXPIRED",
+            broker="a",
+            broker_id=0,
+            severity="critical",
+            opened=121,
+            resolved=200,
+            summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 2 "
+            "topic(s) it held have no route left.",
+            evidence={
+                "last_heartbeat": ms(1),
+                "addr": "a:10911",
+                "namesrvs": [NS1],
+                "topics_without_route": {"items": ["X", "Y"], "count": 2},
+                "resolution": "heartbeat received",
+            },
+            remedy=EXPIRED_REMEDY,
+        ),
+    ]
+    assert versions(run_, "TEMPLATE_MISSING") == [
+        ("open", 1.0, "warning", None),
+        ("resolved", 200.0, "warning", None),
+    ]
+
+
+# BROKER_EXPIRED
+
+
+def test_broker_expired_on_every_namesrv_resolves_on_a_heartbeat(batch_size: int | None) -> None:
+    t = Trace()
+    for ns in (NS1, NS2):
+        t.every(0, 210, 30, "b", ns=ns)
+    t.every(0, 30, 30, "a", topics={"T": 4}, ns=NS1)  # silent on NS1 after 30 s
+    t.every(0, 60, 30, "a", topics={"T": 4}, ns=NS2)  # ... and on NS2 after 60 s: expired at 180 s
+    t.hb(200, "a", ns=NS1)
+    t.hb(200, "a", ns=NS2)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "BROKER_EXPIRED",
+            broker="a",
+            broker_id=0,
+            severity="critical",
+            opened=180,
+            resolved=200,
+            summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 1 "
+            "topic(s) it held have no route left.",
+            evidence={
+                "last_heartbeat": ms(60),
+                "addr": "a:10911",
+                "namesrvs": [NS1, NS2],
+                "topics_without_route": {"items": ["T"], "count": 1},
+                "resolution": "heartbeat received",
+            },
+            remedy=EXPIRED_REMEDY,
+        )
+    ]
+
+
+def test_broker_expired_of_a_slave_resolves_when_it_unregisters(batch_size: int | None) -> None:
+    t = Trace()
+    t.every(0, 180, 30, "a")
+    t.hb(0, "a", broker_id=1)  # the slave expires at 120 s
+    t.hb(150, "a", broker_id=1, shutdown=True)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "BROKER_EXPIRED",
+            broker="a",
+            broker_id=1,
+            severity="critical",
+            opened=120,
+            resolved=150,
+            summary="Broker a (id 1) has been silent for over 120 s on every NameServer; 0 "
+            "topic(s) it held have no route left.",
+            evidence={
+                "last_heartbeat": ms(0),
+                "addr": "a:10911",
+                "namesrvs": [NS1],
+                "topics_without_route": {"items": [], "count": 0},
+                "resolution": "unregistered",
+            },
+            remedy=EXPIRED_REMEDY,
+        )
+    ]
+
+
+def test_a_broker_that_unregistered_does_not_expire(batch_size: int | None) -> None:
+    t = Trace()
+    t.every(0, 180, 30, "b")
+    t.hb(0, "a")
+    t.hb(10, "a", shutdown=True)
+
+    assert final(run(t, batch_size=batch_size)) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="topics_without_route is computed only when the alert opens: a topic that loses its "
+    "last route afterwards is not added to the open alert's evidence.",
+)
+def test_broker_expired_topics_without_route_follow_the_other_brokers(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a", {"T": 4})  # a expires at 120 s: b still holds T and TBW102
+    t.every(0, 30, 30, "b", topics={"T": 4})  # b expires at 150 s: now no live broker holds them
+    t.every(0, 180, 30, "d", cluster="D")
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_, "BROKER_EXPIRED")[0] == expect(
+        "BROKER_EXPIRED",
+        broker="a",
+        broker_id=0,
+        severity="critical",
+        opened=120,
+        updated=150,
+        summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 2 topic(s) "
+        "it held have no route left.",
+        evidence={
+            "last_heartbeat": ms(0),
+            "addr": "a:10911",
+            "namesrvs": [NS1],
+            "topics_without_route": {"items": ["T", "TBW102"], "count": 2},
+        },
+        remedy=EXPIRED_REMEDY,
+    )
+
+
+# QUEUE_SKEW
+
+
+def test_queue_skew_on_write_counts_resolves_when_the_counts_agree(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 60, 30, "a", topics={"T": 8})
+    t.hb(0, "b", {"T": 4})
+    t.every(30, 60, 30, "b", topics={"T": 8})
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "QUEUE_SKEW",
+            topic="T",
+            severity="info",
+            opened=0,
+            resolved=30,
+            summary="Topic T has uneven queues: write queues [4, 8] across brokers.",
+            evidence={"brokers": {"a": {"read": 8, "write": 8}, "b": {"read": 4, "write": 4}}},
+            remedy=f"mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8",
+        )
+    ]
+
+
+def test_queue_skew_on_read_and_write_resolves_when_no_live_broker_holds_the_topic(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 60, 30, "b")
+    t.hb(0, "a", {"T": (8, 4, 6)})
+    t.hb(30, "a", {"T": (8, 2, 6)})
+    t.hb(40, "a", shutdown=True)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "QUEUE_SKEW",
+            topic="T",
+            severity="info",
+            opened=0,
+            updated=40,
+            resolved=40,
+            summary="Topic T has uneven queues: write queues [2] across brokers, read != write "
+            "on a.",
+            evidence={"brokers": {"a": {"read": 8, "write": 2}}},
+            remedy=f"mqadmin updateTopic -n {NS1} -c C -t T -r 2 -w 2",
+        )
+    ]
+    assert versions(run_, "QUEUE_SKEW") == [
+        ("open", 0.0, "info", None),
+        ("open", 30.0, "info", None),  # new counts: updated in place
+        ("resolved", 40.0, "info", None),
+    ]
+
+
+# NAMESRV_DIVERGENCE
+
+
+def test_namesrv_divergence_resolves_when_live_on_every_namesrv_again(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    for ns in (NS1, NS2):
+        t.every(0, 240, 30, "a", ns=ns)
+    t.hb(0, "b", {"T": 4}, ns=NS2)  # b's last registration on NS2: off it from 120 s
+    t.every(0, 240, 30, "b", topics={"T": 4}, ns=NS1)
+    t.hb(200, "b", {"T": 4}, ns=NS2)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "NAMESRV_DIVERGENCE",
+            broker="b",
+            broker_id=0,
+            severity="warning",
+            opened=180,
+            resolved=200,
+            summary=f"Broker b (id 0) is registered on {NS1} but not on {NS2}: clients see "
+            "different routes by NameServer.",
+            evidence={
+                "live_on": [NS1],
+                "missing_on": [NS2],
+                "since": ms(120),
+                "topics_differing": {"items": ["T", "TBW102"], "count": 2},
+            },
+            remedy=DIVERGENCE_REMEDY,
+        )
+    ]
+
+
+def test_namesrv_divergence_resolves_when_live_on_none_and_broker_expired_takes_over(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    for ns in (NS1, NS2):
+        t.every(0, 240, 30, "a", ns=ns)
+    t.every(0, 90, 30, "b", ns=NS1)  # b never reaches NS2, and expires at 210 s
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "NAMESRV_DIVERGENCE",
+            broker="b",
+            broker_id=0,
+            severity="warning",
+            opened=60,
+            resolved=210,
+            summary=f"Broker b (id 0) is registered on {NS1} but not on {NS2}: clients see "
+            "different routes by NameServer.",
+            evidence={
+                "live_on": [NS1],
+                "missing_on": [NS2],
+                "since": ms(0),
+                "topics_differing": {"items": ["TBW102"], "count": 1},
+            },
+            remedy=DIVERGENCE_REMEDY,
+        ),
+        expect(
+            "BROKER_EXPIRED",
+            broker="b",
+            broker_id=0,
+            severity="critical",
+            opened=210,
+            summary="Broker b (id 0) has been silent for over 120 s on every NameServer; 0 "
+            "topic(s) it held have no route left.",
+            evidence={
+                "last_heartbeat": ms(90),
+                "addr": "b:10911",
+                "namesrvs": [NS1],
+                "topics_without_route": {"items": [], "count": 0},
+            },
+            remedy=EXPIRED_REMEDY,
+        ),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="topics_differing is computed only when the broker's liveness changes: a topic it "
+    "registers on one side while the alert is open is not added to the evidence.",
+)
+def test_namesrv_divergence_topics_differing_follow_the_brokers_table(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    for ns in (NS1, NS2):
+        t.every(0, 150, 30, "a", ns=ns)
+    t.every(0, 90, 30, "b", topics={"T": 4}, ns=NS1)  # b never reaches NS2: diverged from 0 s
+    t.every(120, 150, 30, "b", topics={"T": 4, "U": 4}, ns=NS1)  # U too, on NS1 only
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "NAMESRV_DIVERGENCE",
+            broker="b",
+            broker_id=0,
+            severity="warning",
+            opened=60,
+            updated=120,
+            summary=f"Broker b (id 0) is registered on {NS1} but not on {NS2}: clients see "
+            "different routes by NameServer.",
+            evidence={
+                "live_on": [NS1],
+                "missing_on": [NS2],
+                "since": ms(0),
+                "topics_differing": {"items": ["T", "TBW102", "U"], "count": 3},
+            },
+            remedy=DIVERGENCE_REMEDY,
+        )
+    ]
