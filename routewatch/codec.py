@@ -1,7 +1,9 @@
-"""The wire form of events: one JSON object per event, encoded here only.
+"""The wire form of events: one JSON object per event, encoded here and parsed here only.
 
-Readers take a line as JSON and check it with :func:`routewatch.validation.validate`; past
-that edge, the streaming job works on the validated object.
+:func:`encode` writes an event; :func:`parse` is the one reader of a line — JSON, then the
+contract's checks (:func:`routewatch.validation.validate`) — used by the replayer's reader and
+the streaming job's read stage alike, so a line is judged the same way, in the same words,
+wherever it is read. Past that edge, code works on the validated object.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any
 import orjson
 
 from routewatch.events import CONTRACT_VERSION, Event
+from routewatch.validation import BadInput, validate
 from routewatch.wire import wire_fields
 
-__all__ = ["encode", "to_wire"]
+__all__ = ["encode", "parse", "to_wire"]
 
 
 @functools.cache
@@ -42,3 +45,17 @@ def to_wire(event: Event) -> dict[str, Any]:
 def encode(event: Event) -> bytes:
     """One event as one line of JSON (no trailing newline)."""
     return orjson.dumps(to_wire(event))
+
+
+def parse(raw: bytes | str) -> dict[str, Any] | BadInput:
+    """One line of input: the event it holds, as the validated JSON object, or why it is not
+    one (with the cluster it names, if it names one)."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return BadInput("not_json", f"the input is not JSON: {exc}")
+    bad = validate(obj)
+    if bad is None:
+        return obj  # type: ignore[no-any-return]
+    cluster = obj.get("cluster") if type(obj) is dict else None
+    return dataclasses.replace(bad, cluster=cluster) if isinstance(cluster, str) else bad

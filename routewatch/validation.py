@@ -37,10 +37,12 @@ _EXPECTED = {
 
 @dataclass(frozen=True, slots=True)
 class BadInput:
-    """Why one input is not a contract event: a reason from the fixed set, and a sentence."""
+    """Why one input is not a contract event: a reason from the fixed set, a sentence, and the
+    cluster the input names when it names one (it is counted there)."""
 
     reason: str
     detail: str
+    cluster: str | None = None
 
 
 def _type_name(value: Any) -> str:

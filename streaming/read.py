@@ -14,12 +14,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-import orjson
 import pyarrow as pa
 import pyarrow.ipc as ipc
 from pyspark.sql import DataFrame
 
-from routewatch.validation import validate
+from routewatch.codec import parse
+from routewatch.validation import BadInput
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -68,16 +68,10 @@ def validate_batches(
             cols["value"].append(value)
             arrival = f"{origin}|{row:012d}"
             row += 1
-            try:
-                obj = orjson.loads(value)
-            except orjson.JSONDecodeError as exc:
+            obj = parse(value)
+            if isinstance(obj, BadInput):
                 cols["arrival"].append(f"{0:015d}|{arrival}" if by_event_time else arrival)
-                _bad(cols, "not_json", f"the input is not JSON: {exc}")
-                continue
-            bad = validate(obj)
-            if bad is not None:
-                cols["arrival"].append(f"{0:015d}|{arrival}" if by_event_time else arrival)
-                _bad(cols, bad.reason, bad.detail, obj if isinstance(obj, dict) else None)
+                _bad(cols, obj)
                 continue
             cols["arrival"].append(f"{obj['ts']:015d}|{arrival}" if by_event_time else arrival)
             cols["cluster"].append(obj["cluster"])
@@ -90,13 +84,12 @@ def validate_batches(
         yield pa.RecordBatch.from_pydict(cols, schema=_ARROW_SCHEMA)
 
 
-def _bad(cols: dict[str, list[object]], reason: str, detail: str, obj: dict | None = None) -> None:  # type: ignore[type-arg]
-    cluster = obj.get("cluster") if obj is not None else None
-    cols["cluster"].append(cluster if isinstance(cluster, str) else None)
+def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
+    cols["cluster"].append(bad.cluster)
     for name in ("type", "ts", "seq", "event_id"):
         cols[name].append(None)
-    cols["reason"].append(reason)
-    cols["detail"].append(detail)
+    cols["reason"].append(bad.reason)
+    cols["detail"].append(bad.detail)
 
 
 def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from emitter.replay.pacing import Pacer
 from emitter.replay.reader import TraceLine, read_traces_aside
-from emitter.replay.replayer import Progress, rebased, replay
+from emitter.replay.replayer import Progress, replay
 from emitter.replay.sinks import sink_for
 from emitter.settings import EmitterSettings
 from routewatch.errors import RoutewatchError
@@ -79,14 +79,13 @@ def _run(args: argparse.Namespace) -> int:
     settings = load(EmitterSettings)
     speed = _speed(args.speed)
     bad: list[str] = []
-    lines = read_traces_aside(list(args.traces), args.skip_invalid, bad)
+    rebase_to = int(time.time() * 1000) if args.rebase_time == "now" else None
+    lines = read_traces_aside(list(args.traces), args.skip_invalid, bad, rebase_to)
     first = next(lines, None)  # reads the files' first lines: missing files fail here
     total = _count_lines(list(args.traces))
     sink = sink_for(args.to, settings)
 
     events: Iterator[TraceLine] = itertools.chain([] if first is None else [first], lines)
-    if args.rebase_time == "now":
-        events = rebased(events, int(time.time() * 1000))
     progress = None if args.quiet or args.to == "stdout" else Progress(total)
     result = replay(events, sink, Pacer(speed), progress)
     where = {

@@ -1,4 +1,9 @@
-"""Reading traces line by line, with each line's event time and Kafka key."""
+"""Reading traces line by line, with each line's event time and Kafka key.
+
+Each line is parsed once, by the core's one reader (:func:`routewatch.codec.parse`), in the
+reading process; a rebased trace (``--rebase-time``) is shifted there too, on the object already
+parsed, so the replaying process never parses a line.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,9 @@ from typing import IO
 
 import orjson
 
+from routewatch.codec import parse
 from routewatch.errors import RoutewatchError
-from routewatch.validation import validate
+from routewatch.validation import BadInput
 
 __all__ = ["BadLineError", "TraceLine", "kafka_key", "read_traces"]
 
@@ -50,9 +56,13 @@ def _open(path: Path) -> IO[bytes]:
     return raw
 
 
-def read_traces(paths: list[Path], skip_invalid: bool, bad: list[str]) -> Iterator[TraceLine]:
+def read_traces(
+    paths: list[Path], skip_invalid: bool, bad: list[str], rebase_to: int | None = None
+) -> Iterator[TraceLine]:
     """Every event of ``paths`` in order; a bad line stops with one sentence naming the file and
-    line, or with ``skip_invalid`` is recorded in ``bad`` and skipped."""
+    line, or with ``skip_invalid`` is recorded in ``bad`` and skipped. With ``rebase_to`` (epoch
+    ms), every ``ts`` is shifted so that the first event's is ``rebase_to``."""
+    shift: int | None = None
     for path in paths:
         _open(path).close()  # every file must be readable before the first event goes out
     for path in paths:
@@ -61,18 +71,18 @@ def read_traces(paths: list[Path], skip_invalid: bool, bad: list[str]) -> Iterat
                 raw = line.rstrip(b"\r\n")
                 if not raw.strip():
                     continue
-                try:
-                    obj = orjson.loads(raw)
-                    problem = validate(obj)
-                    detail = problem.detail if problem else None
-                except orjson.JSONDecodeError as exc:
-                    detail = f"the line is not JSON ({exc})"
-                if detail is not None:
-                    message = f"{path}, line {line_no}: {detail}"
+                obj = parse(raw)
+                if isinstance(obj, BadInput):
+                    message = f"{path}, line {line_no}: {obj.detail}"
                     if not skip_invalid:
                         raise BadLineError(f"{message}; fix the trace or pass --skip-invalid")
                     bad.append(message)
                     continue
+                if rebase_to is not None:
+                    if shift is None:
+                        shift = rebase_to - obj["ts"]
+                    obj["ts"] += shift
+                    raw = orjson.dumps(obj)
                 yield TraceLine(raw, obj["ts"], kafka_key(obj), path, line_no)
 
 
@@ -80,7 +90,10 @@ _CHUNK = 2_000
 
 
 def _reader_process(
-    paths: list[Path], skip_invalid: bool, conn: multiprocessing.connection.Connection
+    paths: list[Path],
+    skip_invalid: bool,
+    rebase_to: int | None,
+    conn: multiprocessing.connection.Connection,
 ) -> None:
     """The reading process: chunks of ``(raw, ts, key, path index, line)``, then ``("end",
     bad lines)`` or ``("error", message)``."""
@@ -90,7 +103,7 @@ def _reader_process(
     chunk: list[tuple[bytes, int, bytes, int, int]] = []
     try:
         try:
-            for line in read_traces(paths, skip_invalid, bad):
+            for line in read_traces(paths, skip_invalid, bad, rebase_to):
                 chunk.append((line.raw, line.ts, line.key, index[line.path], line.line_no))
                 if len(chunk) >= _CHUNK:
                     conn.send(("lines", chunk))
@@ -107,7 +120,9 @@ def _reader_process(
         conn.close()
 
 
-def read_traces_aside(paths: list[Path], skip_invalid: bool, bad: list[str]) -> Iterator[TraceLine]:
+def read_traces_aside(
+    paths: list[Path], skip_invalid: bool, bad: list[str], rebase_to: int | None = None
+) -> Iterator[TraceLine]:
     """:func:`read_traces` in a separate process, so that reading and validating use the second
     core while this one writes (the Kafka producer is CPU-bound in Python)."""
     for path in paths:
@@ -115,7 +130,7 @@ def read_traces_aside(paths: list[Path], skip_invalid: bool, bad: list[str]) -> 
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(
-        target=_reader_process, args=(paths, skip_invalid, sender), daemon=True
+        target=_reader_process, args=(paths, skip_invalid, rebase_to, sender), daemon=True
     )
     process.start()
     sender.close()

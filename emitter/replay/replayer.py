@@ -1,20 +1,18 @@
-"""The replay loop: paced, rebased if asked, with progress, and a clean stop on Ctrl-C."""
+"""The replay loop: paced, with progress, and a clean stop on Ctrl-C."""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO
-
-import orjson
 
 from emitter.replay.pacing import Pacer
 from emitter.replay.reader import BadLineError, TraceLine
 from emitter.replay.sinks import Sink
 
-__all__ = ["Progress", "ReplayResult", "rebased", "replay"]
+__all__ = ["Progress", "ReplayResult", "replay"]
 
 
 @dataclass
@@ -23,17 +21,6 @@ class ReplayResult:
     bytes: int
     elapsed_s: float
     interrupted: bool
-
-
-def rebased(lines: Iterable[TraceLine], now_ms: int) -> Iterator[TraceLine]:
-    """Shift every event's ``ts`` so that the first one is ``now_ms``."""
-    shift: int | None = None
-    for line in lines:
-        if shift is None:
-            shift = now_ms - line.ts
-        obj = orjson.loads(line.raw)
-        obj["ts"] = line.ts + shift
-        yield TraceLine(orjson.dumps(obj), obj["ts"], line.key, line.path, line.line_no)
 
 
 class Progress:
