@@ -2,7 +2,7 @@
 
 Where the scenario model simulates every broker, NameServer and client object, the fleet
 generator writes the same events for a steady state directly, so that traces of several GB come
-out at well over 100,000 events/s without being held in memory:
+out at about 100,000 events/s without being held in memory:
 
 - every broker of a cluster holds every topic of the cluster (production settings:
   ``autoCreateTopicEnable=false``, so no TBW102), and registers its whole table with every
@@ -13,7 +13,10 @@ out at well over 100,000 events/s without being held in memory:
   which production brokers do not have: that pull fails, as in RocketMQ);
 - sends go round-robin over the producers, their topics, and the brokers' queues.
 
-Static parts of the events (topic tables, routes) are encoded once and spliced in.
+Every event is an event record of the contract (:mod:`routewatch.events`) written by the
+codec (:func:`routewatch.codec.encode`); the static parts of heartbeats and pulls (topic
+tables, routes) are encoded once, by the same codec, and put in place of the empty table or
+route the record was encoded with.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from typing import Any, ClassVar
 import orjson
 
 from emitter.sim import DEFAULT_START_MS
+from routewatch.codec import encode
+from routewatch.events import Heartbeat, QueueData, RoutePull, Send, TopicConfig
 from routewatch.rocketmq import (
     CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
     PERM_READ,
@@ -80,9 +85,15 @@ class FleetSpec:
         return f"cluster{c:02d}-topic-{t:05d}"
 
 
-def _splice(head: dict[str, Any], name: str, blob: bytes) -> bytes:
-    """``head`` encoded, with ``"name": blob`` (already-encoded JSON) as its last field."""
-    return orjson.dumps(head)[:-1] + b',"' + name.encode() + b'":' + blob + b"}"
+def _splice(line: bytes, empty: bytes, blob: bytes) -> bytes:
+    """An encoded event with its empty field ``empty`` (e.g. ``"topics":{}``) given the
+    already-encoded value ``blob``."""
+    at = line.index(empty)
+    return line[:at] + empty[: empty.index(b":") + 1] + blob + line[at + len(empty) :]
+
+
+_EMPTY_TOPICS = b'"topics":{}'
+_EMPTY_QUEUES = b'"queues":[]'
 
 
 def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
@@ -91,7 +102,7 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
     start = spec.start_ms
     namesrvs = [f"10.0.0.{100 + n}:9876" for n in range(spec.namesrvs)]
     perm = PERM_READ | PERM_WRITE
-    config = {"read_queue_nums": spec.queues, "write_queue_nums": spec.queues, "perm": perm}
+    config = TopicConfig(read_queue_nums=spec.queues, write_queue_nums=spec.queues, perm=perm)
 
     # Work due at each instant of the 30 s cycle: ("hb", c, b) or ("pull", p).
     schedule: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
@@ -103,7 +114,15 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
         parts_of.append([orjson.dumps(dict.fromkeys(chunk, config)) for chunk in chunks])
         route_of.append(
             orjson.dumps(
-                [{"broker": spec.broker_name(c, b), **config} for b in range(spec.brokers)]
+                [
+                    QueueData(
+                        broker=spec.broker_name(c, b),
+                        read_queue_nums=spec.queues,
+                        write_queue_nums=spec.queues,
+                        perm=perm,
+                    )
+                    for b in range(spec.brokers)
+                ]
             )
         )
         for b in range(spec.brokers):
@@ -124,6 +143,9 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
         )
         schedule[rng.randrange(POLL_NAMESRV_INTERVAL_MS)].append(("pull", p))
 
+    broker_names = [
+        [spec.broker_name(c, b) for b in range(spec.brokers)] for c in range(spec.clusters)
+    ]
     seq = 0
     count = 0
 
@@ -134,25 +156,25 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
         for ns in namesrvs:
             for part, blob in enumerate(parts):
                 seq += 1
-                head: dict[str, Any] = {
-                    "v": 1,
-                    "type": "heartbeat",
-                    "ts": ts,
-                    "cluster": cluster,
-                    "event_id": f"{broker}-0-{seq}",
-                    "seq": seq,
-                    "broker": broker,
-                    "broker_addr": f"10.{100 + c}.0.{b}:10911",
-                    "broker_id": 0,
-                    "namesrv": ns,
-                    "auto_create_topic_enable": False,
-                    "default_topic_queue_nums": 8,
-                    "full": True,
-                    "data_version": f"{start}-1",
-                }
-                if len(parts) > 1:
-                    head["part"], head["parts"] = part, len(parts)
-                write_line(_splice(head, "topics", blob))
+                split = len(parts) > 1
+                event = Heartbeat(
+                    ts=ts,
+                    cluster=cluster,
+                    event_id=f"{broker}-0-{seq}",
+                    seq=seq,
+                    broker=broker,
+                    broker_addr=f"10.{100 + c}.0.{b}:10911",
+                    broker_id=0,
+                    namesrv=ns,
+                    auto_create_topic_enable=False,
+                    default_topic_queue_nums=8,
+                    full=True,
+                    topics={},
+                    data_version=f"{start}-1",
+                    part=part if split else None,
+                    parts=len(parts) if split else None,
+                )
+                write_line(_splice(encode(event), _EMPTY_TOPICS, blob))
                 count += 1
 
     def pulls(ts: int, p: int) -> None:
@@ -163,27 +185,26 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
         for topic in (*topics, TBW102):
             seq += 1
             ok = topic != TBW102
-            head: dict[str, Any] = {
-                "v": 1,
-                "type": "route_pull",
-                "ts": ts,
-                "cluster": cluster,
-                "event_id": f"{client_id}-{seq}",
-                "seq": seq,
-                "client_id": client_id,
-                "group": group,
-                "role": "producer",
-                "namesrv": ns,
-                "topic": topic,
-                "result": "SUCCESS" if ok else "TOPIC_NOT_EXIST",
-                "via_default": False,
-                "create_topic_key": TBW102,
-                "client_default_topic_queue_nums": CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
-            }
-            write_line(_splice(head, "queues", route_of[c] if ok else b"[]"))
+            pull = RoutePull(
+                ts=ts,
+                cluster=cluster,
+                event_id=f"{client_id}-{seq}",
+                seq=seq,
+                client_id=client_id,
+                group=group,
+                role="producer",
+                namesrv=ns,
+                topic=topic,
+                result="SUCCESS" if ok else "TOPIC_NOT_EXIST",
+                queues=[],
+                via_default=False,
+                create_topic_key=TBW102,
+                client_default_topic_queue_nums=CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
+            )
+            line = encode(pull)
+            write_line(_splice(line, _EMPTY_QUEUES, route_of[c]) if ok else line)
             count += 1
 
-    dumps = orjson.dumps
     n_producers = len(producers)
     owed = 0.0
     per_ms = spec.send_rate / 1000
@@ -202,23 +223,21 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
             c = sent % n_producers % spec.clusters
             seq += 1
             write_line(
-                dumps(
-                    {
-                        "v": 1,
-                        "type": "send",
-                        "ts": ts,
-                        "cluster": cluster,
-                        "event_id": f"{client_id}-{seq}",
-                        "seq": seq,
-                        "client_id": client_id,
-                        "group": group,
-                        "topic": topics[sent // n_producers % len(topics)],
-                        "broker": spec.broker_name(c, sent % spec.brokers),
-                        "queue_id": sent // spec.brokers % spec.queues,
-                        "default_topic": TBW102,
-                        "default_topic_queue_nums": CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
-                        "status": "SEND_OK",
-                    }
+                encode(
+                    Send(
+                        ts=ts,
+                        cluster=cluster,
+                        event_id=f"{client_id}-{seq}",
+                        seq=seq,
+                        client_id=client_id,
+                        group=group,
+                        topic=topics[sent // n_producers % len(topics)],
+                        broker=broker_names[c][sent % spec.brokers],
+                        queue_id=sent // spec.brokers % spec.queues,
+                        default_topic=TBW102,
+                        default_topic_queue_nums=CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
+                        status="SEND_OK",
+                    )
                 )
             )
             sent += 1

@@ -9,7 +9,7 @@ wherever it is read. Past that edge, code works on the validated object.
 from __future__ import annotations
 
 import dataclasses
-import functools
+import operator
 from typing import Any
 
 import orjson
@@ -21,9 +21,20 @@ from routewatch.wire import wire_fields
 __all__ = ["encode", "parse", "to_wire"]
 
 
-@functools.cache
-def _optional_names(event_type: str) -> frozenset[str]:
-    return frozenset(f.name for f in wire_fields(event_type) if f.optional)
+_Layout = tuple[tuple[str, ...], Any, tuple[str, ...]]
+_LAYOUTS: dict[type, _Layout] = {}
+
+
+def _layout(cls: type[Event]) -> _Layout:
+    """An event type's field names in wire order, a getter of all their values at once, and
+    the names of its optional fields."""
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        optional = frozenset(f.name for f in wire_fields(cls.TYPE) if f.optional)
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        layout = (names, operator.attrgetter(*names), tuple(n for n in names if n in optional))
+        _LAYOUTS[cls] = layout
+    return layout
 
 
 def to_wire(event: Event) -> dict[str, Any]:
@@ -32,13 +43,12 @@ def to_wire(event: Event) -> dict[str, Any]:
     Nested topic configs and queues stay dataclasses, which orjson encodes as objects.
     """
     cls = type(event)
-    optional = _optional_names(cls.TYPE)
+    names, values, optional = _layout(cls)
     out: dict[str, Any] = {"v": CONTRACT_VERSION, "type": cls.TYPE}
-    for f in dataclasses.fields(cls):
-        value = getattr(event, f.name)
-        if value is None and f.name in optional:
-            continue
-        out[f.name] = value
+    out.update(zip(names, values(event), strict=True))
+    for name in optional:
+        if out[name] is None:
+            del out[name]
     return out
 
 
