@@ -1,4 +1,5 @@
-"""How the API opens the store: read-only per request, after bringing its schema up to date once.
+"""How the API opens the store: read-only connections lent to requests and kept for reuse (up to
+:data:`IDLE_READERS` idle), after bringing its schema up to date once.
 
 The stream job creates and migrates the store; an API started against a store written by an
 older version migrates it first (migrations are transactional and idempotent), so it never
