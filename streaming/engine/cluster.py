@@ -121,6 +121,7 @@ class ClusterEngine:
         self.out.events[kind] = self.out.events.get(kind, 0) + 1
         if kind == "heartbeat":
             self._heartbeat(event, ts)
+            self.rules.refresh_broker_evidence(ts)
         elif kind == "route_pull":
             self._route_pull(event, ts)
         else:

@@ -140,6 +140,7 @@ class Rules:
             ns, broker, broker_id = orjson.loads(key)
             if self.e.expire((ns, broker, broker_id), at):
                 self._maybe_expired(broker, broker_id, at)
+                self.refresh_broker_evidence(at)
         elif kind == "linger":
             ns, broker, broker_id = orjson.loads(key)
             if self.e.stop_lingering((ns, broker, broker_id), at):
@@ -200,6 +201,20 @@ class Rules:
             for topic in sorted(self.e.meta.auto_topics):
                 self.topic_changed(topic, at)
         self._judge_divergence(at)
+
+    def refresh_broker_evidence(self, at: int) -> None:
+        """An open alert's evidence states current facts: after a registration or a broker's
+        expiry, re-derive the topics of every open BROKER_EXPIRED (those no live broker holds)
+        and NAMESRV_DIVERGENCE (those the broker registers) alert; an alert whose evidence
+        changed is updated in place."""
+        for kind, _, _, broker, broker_id in [
+            k for k in self.e.book.open if k[0] in ("BROKER_EXPIRED", "NAMESRV_DIVERGENCE")
+        ]:
+            assert broker is not None and broker_id is not None
+            if kind == "BROKER_EXPIRED":
+                self._maybe_expired(broker, broker_id, at)
+            else:
+                self._divergence_alert(broker, broker_id, at)
 
     def _maybe_expired(self, broker: str, broker_id: int, at: int) -> None:
         mine = {k: r for k, r in self._regs().items() if (k[1], k[2]) == (broker, broker_id)}

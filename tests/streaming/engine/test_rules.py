@@ -1262,12 +1262,6 @@ def test_a_broker_that_unregistered_does_not_expire(batch_size: int | None) -> N
     assert final(run(t, batch_size=batch_size)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="topics_without_route is computed only when the alert opens: a topic that loses its "
-    "last route afterwards is not added to the open alert's evidence.",
-)
 def test_broker_expired_topics_without_route_follow_the_other_brokers(
     batch_size: int | None,
 ) -> None:
@@ -1439,12 +1433,6 @@ def test_namesrv_divergence_resolves_when_live_on_none_and_broker_expired_takes_
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="topics_differing is computed only when the broker's liveness changes: a topic it "
-    "registers on one side while the alert is open is not added to the evidence.",
-)
 def test_namesrv_divergence_topics_differing_follow_the_brokers_table(
     batch_size: int | None,
 ) -> None:
