@@ -28,7 +28,15 @@ from routewatch.changes import (
 )
 from routewatch.events import EVENT_CLASSES, SendStatus
 from routewatch.store import Store, StoreUnavailableError
-from routewatch.store.views import broker_views, snapshot, topic_items
+from routewatch.store.views import (
+    broker_views,
+    cluster_names,
+    last_batch,
+    newest_times,
+    open_alert_counts,
+    snapshot,
+    topic_items,
+)
 from routewatch.validation import BAD_INPUT_REASONS
 
 __all__ = ["StoreCollector"]
@@ -99,10 +107,7 @@ class StoreCollector(Collector):
         open_alerts = GaugeMetricFamily(
             "routewatch_alerts_open", "Alerts open now.", labels=["kind", "severity"]
         )
-        for kind, severity, n in store.db.execute(
-            "SELECT kind, severity, COUNT(*) FROM alerts WHERE state = 'open' "
-            "GROUP BY kind, severity ORDER BY kind, severity"
-        ):
+        for kind, severity, n in open_alert_counts(store):
             open_alerts.add_metric([kind, severity], n)
         yield open_alerts
 
@@ -147,21 +152,16 @@ class StoreCollector(Collector):
             "routewatch_sends", "Sends, by cluster and status.", labels=["cluster", "status"]
         )
         by_cluster: dict[tuple[str, str], int] = {
-            (cluster, status): 0
-            for (cluster,) in store.db.execute("SELECT cluster FROM clusters")
-            for status in SEND_STATUSES
+            (cluster, status): 0 for cluster in cluster_names(store) for status in SEND_STATUSES
         }
-        for (n, status, cluster), value in counters.items():
-            if n == SENDS:
+        for (name, status, cluster), value in counters.items():
+            if name == SENDS:
                 by_cluster[cluster, status] = value
         for (cluster, status), value in sorted(by_cluster.items()):
             sends.add_metric([cluster, status], value)
         yield sends
 
-        last = store.db.execute(
-            "SELECT input_rows, duration_ms, event_time_lag_ms FROM batches "
-            "WHERE duration_ms IS NOT NULL ORDER BY written_at DESC LIMIT 1"
-        ).fetchone()
+        last = last_batch(store)
         duration = GaugeMetricFamily(
             "routewatch_stream_batch_duration_seconds",
             "Duration of the stream job's last micro-batch.",
@@ -182,9 +182,7 @@ class StoreCollector(Collector):
             "Wall clock seconds since the job last received an event newer than every event "
             "before it.",
         )
-        newest, input_at = store.db.execute(
-            "SELECT MAX(stream_time), MAX(input_at) FROM clusters"
-        ).fetchone()
+        newest, input_at = newest_times(store)
         now = time.time()
         if newest is not None:
             lag.add_metric([], max(now - newest / 1000, 0.0))

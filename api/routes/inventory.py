@@ -29,6 +29,7 @@ from routewatch.store.views import (
     encode_topic_cursor,
     route_windows,
     snapshot,
+    stream_time,
     topic_items,
     topic_view,
 )
@@ -101,10 +102,8 @@ def get_topic(
     with snapshot(store):
         current = topic_view(store, cluster, topic)
     if until is None:
-        row = store.db.execute(
-            "SELECT stream_time FROM clusters WHERE cluster = ?", (cluster,)
-        ).fetchone()
-        until = (row[0] if row and row[0] is not None else int(time.time() * 1000)) + 1
+        now = stream_time(store, cluster)
+        until = (now if now is not None else int(time.time() * 1000)) + 1
     since = until - 600_000 if since is None else since
     window_ms = window * 1000
     if since >= until or (until - since) / window_ms > MAX_WINDOWS:

@@ -27,13 +27,18 @@ __all__ = [
     "alerts",
     "broker_views",
     "cluster_brokers",
+    "cluster_names",
     "decode_cursor",
     "decode_topic_cursor",
     "encode_topic_cursor",
+    "last_batch",
+    "newest_times",
+    "open_alert_counts",
     "route_windows",
     "set_ack",
     "snapshot",
     "store_version",
+    "stream_time",
     "topic_index",
     "topic_items",
     "topic_routes",
@@ -500,3 +505,46 @@ def set_ack(
             "updated_at = excluded.updated_at",
             (alert_id, now_ms if acked_by is not None else None, acked_by, silenced_until, now_ms),
         )
+
+
+# -- the metrics collector's and the API's small queries ------------------------------------------
+
+
+def open_alert_counts(store: Store) -> list[tuple[str, str, int]]:
+    """``(kind, severity, count)`` of the open alerts, by kind and severity."""
+    rows = store.db.execute(
+        "SELECT kind, severity, COUNT(*) FROM alerts WHERE state = 'open' "
+        "GROUP BY kind, severity ORDER BY kind, severity"
+    )
+    return [(kind, severity, n) for kind, severity, n in rows]
+
+
+def cluster_names(store: Store) -> list[str]:
+    """Every cluster the job has written a clock for."""
+    return [cluster for (cluster,) in store.db.execute("SELECT cluster FROM clusters")]
+
+
+def last_batch(store: Store) -> dict[str, Any] | None:
+    """The stream job's last timed micro-batch: its input rows, duration and event-time lag."""
+    row = store.db.execute(
+        "SELECT input_rows, duration_ms, event_time_lag_ms FROM batches "
+        "WHERE duration_ms IS NOT NULL ORDER BY written_at DESC LIMIT 1"
+    ).fetchone()
+    return None if row is None else dict(zip(row.keys(), row, strict=True))
+
+
+def newest_times(store: Store) -> tuple[int | None, int | None]:
+    """The newest stream time of any cluster, and when (epoch ms, wall clock) the job last
+    received an event newer than every event before it."""
+    newest, input_at = store.db.execute(
+        "SELECT MAX(stream_time), MAX(input_at) FROM clusters"
+    ).fetchone()
+    return newest, input_at
+
+
+def stream_time(store: Store, cluster: str) -> int | None:
+    """A cluster's stream time, or None when the job has not written one."""
+    row = store.db.execute(
+        "SELECT stream_time FROM clusters WHERE cluster = ?", (cluster,)
+    ).fetchone()
+    return None if row is None else row[0]
