@@ -52,9 +52,36 @@ def to_wire(event: Event) -> dict[str, Any]:
     return out
 
 
+_Fast = tuple[bytes, tuple[bytes, ...]]
+_FAST: dict[type, _Fast] = {}
+
+
+def _fast(cls: type[Event]) -> _Fast:
+    """What :func:`encode` adds to orjson's own encoding of an event type's dataclass: the
+    ``v`` and ``type`` that open the object, and the text of each optional field left null,
+    which the wire form leaves out."""
+    fast = _FAST.get(cls)
+    if fast is None:
+        names, _, optional = _layout(cls)
+        if names[0] in optional:  # an optional first field would have no comma before it
+            raise TypeError(f"{cls.__name__}: the first field must not be optional")
+        head = orjson.dumps({"v": CONTRACT_VERSION, "type": cls.TYPE})[:-1] + b","
+        fast = _FAST[cls] = (head, tuple(b',"' + n.encode() + b'":null' for n in optional))
+    return fast
+
+
 def encode(event: Event) -> bytes:
-    """One event as one line of JSON (no trailing newline)."""
-    return orjson.dumps(to_wire(event))
+    """One event as one line of JSON (no trailing newline): :func:`to_wire`'s object, written
+    by orjson straight from the dataclass (its fields in the same order) with ``v`` and
+    ``type`` put first and the optional fields left null taken out — about twice as fast as
+    building the object first. (No value can hold those texts: inside a string, quotes are
+    escaped, and no nested object has a field that is null.)"""
+    head, nulls = _fast(type(event))
+    raw = orjson.dumps(event)
+    for null in nulls:
+        if null in raw:
+            raw = raw.replace(null, b"", 1)
+    return head + raw[1:]
 
 
 def parse(raw: bytes | str) -> dict[str, Any] | BadInput:

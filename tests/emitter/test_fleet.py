@@ -6,6 +6,8 @@ from collections import defaultdict
 import orjson
 
 from emitter.fleet import FleetSpec, generate_fleet
+from emitter.scenarios import SCENARIOS
+from routewatch.codec import encode, to_wire
 from routewatch.validation import validate
 
 SMALL = FleetSpec(
@@ -77,3 +79,14 @@ def test_every_producer_refreshes_its_topics_and_create_topic_key_every_30s() ->
         (False, "SUCCESS"),
         (True, "TOPIC_NOT_EXIST"),
     }
+
+
+def test_the_scenarios_and_the_fleet_are_written_in_exactly_the_wire_form() -> None:
+    """The codec's fast path gives to_wire's bytes for every event of every scenario, and the
+    fleet's lines (spliced tables included) are valid events."""
+    for scenario in SCENARIOS.values():
+        for event in scenario.run(seed=0):
+            assert encode(event) == orjson.dumps(to_wire(event)), event
+    lines: list[bytes] = []
+    generate_fleet(FleetSpec(duration=31), lines.append)
+    assert all(validate(orjson.loads(line)) is None for line in lines[:: len(lines) // 500])

@@ -38,3 +38,9 @@ def test_nullable_fields_are_written_as_null() -> None:
     wire = orjson.loads(encode(failed_send))
 
     assert (wire["broker"], wire["queue_id"]) == (None, None)
+
+
+@pytest.mark.parametrize("event", sample_events(), ids=lambda e: e.event_id)
+def test_encode_writes_exactly_the_wire_form(event: Event) -> None:
+    """encode's fast path gives the bytes of to_wire's object."""
+    assert encode(event) == orjson.dumps(to_wire(event))
