@@ -121,7 +121,6 @@ class ClusterEngine:
         self.out.events[kind] = self.out.events.get(kind, 0) + 1
         if kind == "heartbeat":
             self._heartbeat(event, ts)
-            self.rules.refresh_broker_evidence(ts)
         elif kind == "route_pull":
             self._route_pull(event, ts)
         else:
@@ -138,6 +137,7 @@ class ClusterEngine:
         reg.addr, reg.last_hb = e["broker_addr"], ts
         if e.get("shutdown"):
             self._unregistered(key, reg, was_live, ts)
+            self.rules.refresh_broker_evidence(ts)
             return
         reg.shutdown, reg.lingers, reg.last_reg = False, False, ts
         if reg.expiry_due is None:
@@ -169,6 +169,8 @@ class ClusterEngine:
         if complete:
             self.rules.full_registration(key, reg, ts)
         self.rules.broker_heard(key, ts, shutdown=False)
+        if changed or not was_live:  # only then can an open alert's topic evidence change
+            self.rules.refresh_broker_evidence(ts)
 
     def _full_table(
         self, key: RegKey, reg: Reg, e: dict[str, Any]
