@@ -9,7 +9,7 @@ development machine; nothing else should run meanwhile, since every figure is a 
 latency on a shared CPU.
 
 They need what the tests need, installed by ``bash .ci/install --test``: ``replay_rates`` and
-``detection_latency`` start the test harness's Apache Kafka broker (``tests/support/kafka.py``).
+``detection_latency`` start a real Apache Kafka broker with :mod:`routewatch.testing.kafka`.
 Run them from the repository's root.
 """
 

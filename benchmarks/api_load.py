@@ -63,13 +63,12 @@ import httpx
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
-from emitter.scenarios import SCENARIOS
+from emitter.scenarios import SCENARIOS, on_clusters
 from emitter.trace import TraceWriter
 from routewatch.cli import plain_text
 from routewatch.codec import encode
 from routewatch.store import StoreUnavailableError, open_store
-from tests.support.processes import free_port, group_alive, start_routewatch, stop, wait_for
-from tests.support.traces import on_clusters
+from routewatch.testing.processes import free_port, group_alive, start_routewatch, stop, wait_for
 
 ENDPOINTS = ("/alerts", "/topics")
 STARTUP_S = 300.0  # Spark's start and the first batch, which holds every first registration

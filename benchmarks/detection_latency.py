@@ -14,7 +14,7 @@ only when both ran at it) and ``lateness_bound_s`` (that bound).
 **What runs.** Everything is real: per cell, a fresh ``routewatch stream --source spool|kafka``
 (``ROUTEWATCH_LATENESS_BOUND_S`` 0 or the default, ``ROUTEWATCH_TRIGGER_INTERVAL_S=1``, SQLite
 store in a temporary data directory; for Kafka, routewatch's Python source on a new one-partition
-topic of the test harness's Apache Kafka 0.9 broker, ``tests/support/kafka.py``) and
+topic of the test harness's Apache Kafka 0.9 broker, ``routewatch/testing/kafka.py``) and
 ``routewatch api`` on a free 127.0.0.1 port. This process writes the events itself, in real
 time, with the replayer's own sinks (``SpoolSink``: files rolled every 0.25 s; ``KafkaSink``:
 acks=all, 50 ms linger; both from the ``ROUTEWATCH_*`` replay settings) and its ``Pacer`` at
@@ -113,11 +113,8 @@ from routewatch.codec import encode, to_wire
 from routewatch.events import Event, RoutePull
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
-from streaming.engine import ClusterEngine, Intake
-from streaming.engine.runner import DEFAULT_DEDUPE_HORIZON_MS
-from streaming.settings import StreamingSettings
-from tests.support.kafka import API_VERSION, KafkaBroker, running_broker
-from tests.support.processes import (
+from routewatch.testing.kafka import API_VERSION, KafkaBroker, running_broker
+from routewatch.testing.processes import (
     api_answers,
     free_port,
     group_alive,
@@ -125,6 +122,9 @@ from tests.support.processes import (
     stop,
     wait_for,
 )
+from streaming.engine import ClusterEngine, Intake
+from streaming.engine.runner import DEFAULT_DEDUPE_HORIZON_MS
+from streaming.settings import StreamingSettings
 
 SECTION = "detection_latency"
 DEFAULT_BOUND_S = float(StreamingSettings.model_fields["lateness_bound_s"].default)

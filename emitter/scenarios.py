@@ -12,8 +12,10 @@ broker the random queue choice picked).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable
+import heapq
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from emitter.broker import Broker
@@ -22,7 +24,7 @@ from routewatch.alerts import AlertKind, AlertState, NoRouteCause, Severity
 from routewatch.events import Event
 from routewatch.rocketmq import PERM_READ, PERM_WRITE, TBW102
 
-__all__ = ["SCENARIOS", "ExpectedAlert", "Scenario", "scenario_names"]
+__all__ = ["SCENARIOS", "ExpectedAlert", "Scenario", "on_clusters", "scenario_names"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,20 @@ SCENARIOS: dict[str, Scenario] = {}
 
 def scenario_names() -> list[str]:
     return list(SCENARIOS)
+
+
+def on_clusters(scenarios: Mapping[str, str], first_seed: int) -> list[Event]:
+    """Scenarios run side by side, each on a cluster of its own (``{cluster: scenario}``, seeds
+    counting up from ``first_seed``), merged in event-time order."""
+
+    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
+        for event in SCENARIOS[name].run(seed=seed):
+            yield dataclasses.replace(event, cluster=cluster)
+
+    streams = [
+        on_cluster(c, name, seed) for seed, (c, name) in enumerate(scenarios.items(), first_seed)
+    ]
+    return list(heapq.merge(*streams, key=lambda e: e.ts))
 
 
 def _scenario(

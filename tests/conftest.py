@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.kafka import API_VERSION, KafkaBroker, running_broker
-from tests.support.postgres import Postgres, running_postgres
+from routewatch.testing.kafka import API_VERSION, KafkaBroker, running_broker
+from routewatch.testing.postgres import Postgres, running_postgres
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,7 @@ def test_every_install_hint_for_the_test_tools_names_the_command_that_installs_t
 def test_kafka_missing_says_to_run_the_test_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.support.kafka import kafka_home
+    from routewatch.testing.kafka import kafka_home
 
     monkeypatch.setenv("ROUTEWATCH_TEST_KAFKA_HOME", str(tmp_path))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from tests.support.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.kafka import API_VERSION, KafkaBroker
 
 pytestmark = pytest.mark.kafka
 

@@ -36,3 +36,37 @@ def test_package_imports_only_inward(package: str) -> None:
     }
 
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module)
+            modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return modules
+
+
+def test_only_tests_and_benchmarks_use_the_launchers() -> None:
+    testing = REPO / "routewatch" / "testing"
+    offenders = sorted(
+        str(path.relative_to(REPO))
+        for package in PACKAGES
+        for path in (REPO / package).rglob("*.py")
+        if testing not in path.parents
+        and any(m.startswith("routewatch.testing") for m in _imported_modules(path))
+    )
+
+    assert offenders == []
+
+
+def test_the_launchers_need_nothing_from_the_tests() -> None:
+    offenders = sorted(
+        str(path.relative_to(REPO))
+        for path in (REPO / "routewatch" / "testing").rglob("*.py")
+        if {"tests", "pytest"} & _imported_roots(path)
+    )
+
+    assert offenders == []

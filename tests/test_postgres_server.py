@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.support.postgres import Postgres
+from routewatch.testing.postgres import Postgres
 
 
 def test_a_row_survives_a_restart_of_the_server(postgres: Postgres) -> None:

@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import remoting
-from tests.support.processes import pid_alive, wait_for
-from tests.support.rocketmq import (
-    BrokerSpec,
-    ClusterSpec,
-    RocketMQCluster,
-    module_cluster,
-)
+from routewatch import remoting
+from routewatch.testing.processes import pid_alive, wait_for
+from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from tests.support.rocketmq import module_cluster
 from tests.support.route_driver import (
     DriverError,
     ProducerSpec,

@@ -30,10 +30,11 @@ from pathlib import Path
 
 import pytest
 
+from routewatch.remoting import QueueData
+from routewatch.testing.processes import wait_for
+from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
 from tests.support.model_twin import model_routes, model_world
-from tests.support.processes import wait_for
-from tests.support.remoting import QueueData
-from tests.support.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster, module_cluster
+from tests.support.rocketmq import module_cluster
 
 pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]
 

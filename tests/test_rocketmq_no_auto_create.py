@@ -18,15 +18,11 @@ import uuid
 
 import pytest
 
-from tests.support import remoting
+from routewatch import remoting
+from routewatch.remoting import QueueData, TopicConfig
+from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
 from tests.support.model_twin import model_routes, model_sends, model_world
-from tests.support.remoting import QueueData, TopicConfig
-from tests.support.rocketmq import (
-    BrokerSpec,
-    ClusterSpec,
-    RocketMQCluster,
-    module_cluster,
-)
+from tests.support.rocketmq import module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
 
 pytestmark = pytest.mark.rocketmq

@@ -26,15 +26,11 @@ import uuid
 
 import pytest
 
+from routewatch.remoting import QueueData, TopicConfig, TopicRoute
+from routewatch.testing.processes import wait_for
+from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
 from tests.support.model_twin import model_routes, model_sends, model_world
-from tests.support.processes import wait_for
-from tests.support.remoting import QueueData, TopicConfig, TopicRoute
-from tests.support.rocketmq import (
-    BrokerSpec,
-    ClusterSpec,
-    RocketMQCluster,
-    module_cluster,
-)
+from tests.support.rocketmq import module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, SendOutcome, module_driver
 
 pytestmark = pytest.mark.rocketmq

@@ -12,12 +12,12 @@ from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from api import ApiSettings, create_app
-from emitter.scenarios import SCENARIOS
+from emitter.scenarios import SCENARIOS, on_clusters
 from routewatch.settings import load
+from routewatch.testing.postgres import Postgres
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
-from tests.support.postgres import Postgres
-from tests.support.traces import on_clusters, write_trace
+from tests.support.traces import write_trace
 
 BAD_LINES = ["{broken", '{"v": 1, "type": "send"}', "[1, 2]"]
 

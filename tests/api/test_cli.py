@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.processes import free_port, wait_for
+from routewatch.testing.processes import free_port, wait_for
 
 
 def test_api_serves_on_the_given_port_and_stops_on_sigterm(tmp_path: Path) -> None:

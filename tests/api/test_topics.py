@@ -18,12 +18,13 @@ from pyspark.sql import SparkSession
 from api import ApiSettings, create_app
 from api.models import TopicPublic, TopicsPublic
 from api.topic_cache import MAX_PAGE_TOPICS, PageKey, RenderedPage, TopicCache
+from emitter.scenarios import on_clusters
 from routewatch.settings import load
 from routewatch.store import Store
 from routewatch.store.views import TopicIndex, snapshot
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
-from tests.support.traces import on_clusters, write_trace
+from tests.support.traces import write_trace
 
 pytestmark = pytest.mark.spark
 

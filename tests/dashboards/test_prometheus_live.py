@@ -18,13 +18,14 @@ import yaml
 from pyspark.sql import SparkSession
 
 from dashboards import DASHBOARD_FILE, RULES_FILE
+from emitter.scenarios import on_clusters
 from routewatch.settings import load
+from routewatch.testing.processes import api_answers, free_port, start_routewatch, stop, wait_for
+from routewatch.testing.prometheus import Prometheus, running_prometheus
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
 from tests.support import grafana
-from tests.support.processes import api_answers, free_port, start_routewatch, stop, wait_for
-from tests.support.prometheus import Prometheus, running_prometheus
-from tests.support.traces import on_clusters, write_trace
+from tests.support.traces import write_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from dashboards import RULES_FILE, RULES_TEST_FILE
-from tests.support.prometheus import binary
+from routewatch.testing.prometheus import binary
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from kafka.partitioner.default import murmur2
 
 from emitter.replay import KafkaSink
 from routewatch.errors import RoutewatchError
-from tests.support.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.kafka import API_VERSION, KafkaBroker
 
 pytestmark = pytest.mark.kafka
 

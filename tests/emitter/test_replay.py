@@ -17,8 +17,8 @@ from kafka import KafkaConsumer, TopicPartition
 from emitter.replay import Pacer, StdoutSink, read_traces, replay
 from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
-from tests.support.kafka import API_VERSION, KafkaBroker
-from tests.support.processes import free_port, wait_for
+from routewatch.testing.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.processes import free_port, wait_for
 from tests.support.traces import write_trace
 
 SCENARIO = "restarted-auto-create-off-stale-tbw102"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from routewatch.store import open_store
-from tests.support.processes import (
+from routewatch.testing.processes import (
     free_port,
     group_alive,
     pid_alive,

@@ -13,7 +13,7 @@ import pytest
 
 from emitter.scenarios import SCENARIOS
 from routewatch.store import open_store
-from tests.support.processes import wait_for
+from routewatch.testing.processes import wait_for
 from tests.support.traces import expected, shape, write_trace
 
 pytestmark = pytest.mark.spark

@@ -26,17 +26,17 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from emitter.scenarios import on_clusters
 from routewatch.codec import encode
 from routewatch.events import Event
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
+from routewatch.testing.kafka import KafkaBroker
+from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
-from tests.support.kafka import KafkaBroker
-from tests.support.processes import group_alive, start_routewatch, stop, wait_for
 from tests.support.stores import batches, snapshot
-from tests.support.traces import on_clusters
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -66,7 +66,7 @@ def _publish_spool(spool: Path, lines: list[bytes]) -> int:
 def _produce(broker: KafkaBroker, topic: str, lines: list[bytes]) -> None:
     from kafka import KafkaProducer
 
-    from tests.support.kafka import API_VERSION
+    from routewatch.testing.kafka import API_VERSION
 
     producer = KafkaProducer(
         bootstrap_servers=broker.bootstrap, api_version=API_VERSION, acks="all"

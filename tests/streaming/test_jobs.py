@@ -16,10 +16,10 @@ from api import ApiSettings, create_app
 from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
+from routewatch.testing.processes import wait_for
 from streaming.jobs import _left_input_unread, progress_log, start_stream
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
-from tests.support.processes import wait_for
 from tests.support.stores import batches
 from tests.support.traces import write_trace
 

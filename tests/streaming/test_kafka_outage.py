@@ -14,10 +14,10 @@ from pyspark.sql import SparkSession
 from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
+from routewatch.testing.kafka import KafkaBroker, running_broker
+from routewatch.testing.processes import start_routewatch, stop, wait_for
 from streaming.jobs import evaluate_traces, start_stream
 from streaming.settings import StreamingSettings
-from tests.support.kafka import KafkaBroker, running_broker
-from tests.support.processes import start_routewatch, stop, wait_for
 from tests.support.traces import write_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka]

@@ -17,11 +17,11 @@ from emitter.replay.reader import read_traces
 from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
+from routewatch.testing.kafka import API_VERSION, KafkaBroker
 from streaming.jobs import _left_input_unread, start_stream
 from streaming.kafka_source import KafkaPartition, KafkaStreamReader, read_partition, share_cap
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
-from tests.support.kafka import API_VERSION, KafkaBroker
 from tests.support.stores import batches
 from tests.support.traces import expected, shape, write_trace
 

@@ -16,16 +16,16 @@ from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from api import ApiSettings, create_app
+from emitter.scenarios import on_clusters
 from routewatch.codec import encode
 from routewatch.settings import load
 from routewatch.store import open_store
+from routewatch.testing.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.postgres import Postgres
+from routewatch.testing.processes import wait_for
 from streaming.jobs import start_stream
 from streaming.settings import StreamingSettings
-from tests.support.kafka import API_VERSION, KafkaBroker
-from tests.support.postgres import Postgres
-from tests.support.processes import wait_for
 from tests.support.stores import snapshot
-from tests.support.traces import on_clusters
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

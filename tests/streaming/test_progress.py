@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from routewatch.testing.processes import wait_for
 from streaming.progress import QueryEvents, add_query_events
-from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.spark
 

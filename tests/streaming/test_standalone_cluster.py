@@ -17,14 +17,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 import routewatch.cli
+from emitter.scenarios import on_clusters
 from routewatch.events import Event
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
+from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
 from streaming.jobs import STOP_DEADLINE_S, evaluate_traces
 from streaming.settings import StreamingSettings
-from tests.support.processes import group_alive, start_routewatch, stop, wait_for
 from tests.support.spark_cluster import SPARK_HOME, SparkCluster, running_cluster
-from tests.support.traces import on_clusters, write_trace
+from tests.support.traces import write_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

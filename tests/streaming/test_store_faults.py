@@ -14,9 +14,9 @@ from pyspark.sql import SparkSession
 from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
+from routewatch.testing.processes import wait_for
 from streaming.jobs import evaluate_traces, start_stream
 from streaming.settings import StreamingSettings
-from tests.support.processes import wait_for
 from tests.support.traces import shape, write_trace
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from pyspark.sql import SparkSession
 
-from emitter.scenarios import SCENARIOS
+from emitter.scenarios import SCENARIOS, on_clusters
 from emitter.sim import DEFAULT_START_MS
 from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
@@ -21,7 +21,6 @@ from streaming.session import LOCAL_CHECKPOINT_FS_KEY
 from streaming.settings import StreamingSettings
 from streaming.sink import job_name
 from tests.support.stores import batches
-from tests.support.traces import on_clusters
 
 pytestmark = pytest.mark.spark
 

@@ -3,7 +3,7 @@
 :func:`model_world` builds a :class:`emitter.world.World` from a harness :class:`ClusterSpec`
 (NameServers by name, each broker with its cluster, NameServers, ``autoCreateTopicEnable`` and
 ``defaultTopicQueueNums``), and :func:`model_routes` reads a topic's route from each of the
-model's NameServers as :class:`tests.support.remoting.QueueData`, as :meth:`RocketMQCluster.routes`
+model's NameServers as :class:`routewatch.remoting.QueueData`, as :meth:`RocketMQCluster.routes`
 reads the real ones — so a test states one expectation and holds both to it.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from emitter.world import World
 from routewatch.events import Send
-from tests.support.remoting import QueueData
-from tests.support.rocketmq import ClusterSpec
+from routewatch.remoting import QueueData
+from routewatch.testing.rocketmq import ClusterSpec
 
 __all__ = ["model_routes", "model_sends", "model_world"]
 

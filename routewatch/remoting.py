@@ -7,8 +7,8 @@ configuration and run-time figures three to a broker (``GET_ALL_TOPIC_CONFIG`` =
 ``[total length][serialize type << 24 | header length][JSON header][body]``, big-endian, on a
 connection of its own. Asking here costs a TCP round trip instead of an
 ``mqadmin`` JVM (about 5 s on this machine), so readiness and "when does the NameServer drop
-it" can be polled. ``mqadmin topicRoute`` prints the same route (``tests.support.rocketmq``);
-both are read with :mod:`tests.support.fastjson`.
+it" can be polled. ``mqadmin topicRoute`` prints the same route (``routewatch.testing.rocketmq``);
+both are read with :mod:`routewatch.fastjson`.
 
 The NameServer of 4.9.4 and later answers a route request of a 4.9.4 or later client in standard
 JSON, and an older client's in fastjson's own notation (bare integer keys,
@@ -26,7 +26,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from tests.support import fastjson
+from routewatch import fastjson
 
 GET_ALL_TOPIC_CONFIG = 21
 GET_BROKER_CONFIG = 26

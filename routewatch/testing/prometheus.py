@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.support.processes import free_port, stop, wait_for
+from routewatch.testing.processes import free_port, stop, wait_for
 
 
 def binary(name: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from tests.support.processes import free_port, stop, wait_for
+from routewatch.testing.processes import free_port, stop, wait_for
 
 USER = "routewatch"  # the superuser initdb creates; trusted on 127.0.0.1
 SYSTEM_USER = "postgres"  # the Unix user the server runs as

@@ -1,4 +1,4 @@
-"""The reader of fastjson's JSON (``tests/support/fastjson.py``), on text from the real
+"""The reader of fastjson's JSON (``routewatch/fastjson.py``), on text from the real
 NameServer and ``mqadmin`` of RocketMQ 4.9.8, captured on this machine (1 NameServer; broker-a with
 a slave, broker-b; topic ``2024`` made with ``updateTopic -c`` at 4 queues, then on broker-b with
 8 read and 2 write queues)."""
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tests.support import fastjson
-from tests.support.remoting import BrokerData, QueueData, parse_cluster_info, parse_topic_route
+from routewatch import fastjson
+from routewatch.remoting import BrokerData, QueueData, parse_cluster_info, parse_topic_route
 
 # GET_ROUTEINFO_BY_TOPIC answered to a client older than 4.9.4: fastjson's own notation.
 ROUTE_LEGACY = (

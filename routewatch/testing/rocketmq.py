@@ -1,0 +1,628 @@
+"""Real Apache RocketMQ clusters (NameServers and brokers) on free 127.0.0.1 ports, for tests.
+
+The distribution is the folder named by ``ROUTEWATCH_TEST_ROCKETMQ_HOME``: RocketMQ 4.9.x's binary
+layout, ``lib/`` with the jars and ``conf/`` with the logback files. Without it, the tests that
+need it are skipped with one sentence saying what to set (``tests.support.rocketmq``).
+
+A cluster is started from a description (:class:`ClusterSpec`): 1-3 NameServers and 1-4 brokers,
+each broker with its own properties. Every process is a plain ``java`` child of the test, with
+``ROCKETMQ_HOME`` set, a directory of its own under the test's (its ``user.home``, where RocketMQ
+writes logs, its properties, its store), ``-Drocketmq.bindAddress=127.0.0.1`` and a small heap;
+it is ready when its stdout says ``boot success`` and, for a broker, when every NameServer it
+registers with lists it at its address. Processes are stopped by their own PIDs (SIGTERM, then
+SIGKILL). :class:`Broker` has the faults: ``kill()`` (SIGKILL), ``freeze()``/``thaw()``
+(SIGSTOP/SIGCONT: the connection stays open), ``restart()`` on its old store, optionally with
+changed properties. ``mqadmin`` runs through :meth:`RocketMQCluster.mqadmin` and its helpers;
+routes and the cluster list are read from each NameServer directly, over RocketMQ's protocol
+(:mod:`routewatch.remoting`), and the real client is driven by :mod:`tests.support.route_driver`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from routewatch import remoting
+from routewatch.remoting import ClusterInfo, TopicRoute
+from routewatch.testing.processes import free_port, stop, wait_for
+
+HOME_VARIABLE = "ROUTEWATCH_TEST_ROCKETMQ_HOME"
+NEEDED_JARS = ("rocketmq-namesrv", "rocketmq-broker", "rocketmq-client", "rocketmq-tools")
+# RocketMQ 4.9 on Java 17 needs these (its README's bin/java17-opts), and they are harmless on 8.
+JAVA17_OPTS = (
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "-XX:+UseG1GC",
+    "-Djava.net.preferIPv4Stack=true",
+)
+# C1 only: the processes start in about half the CPU time, on a machine whose cores are shared.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+NAMESRV_HEAP = ("-Xms64m", "-Xmx128m")
+BROKER_HEAP = ("-Xms128m", "-Xmx256m", "-XX:MaxDirectMemorySize=128m")
+TOOL_HEAP = ("-Xmx128m",)
+BOOT_SUCCESS = "boot success"
+
+
+class RocketMQNotFoundError(RuntimeError):
+    """No RocketMQ distribution is configured; the message says what to set."""
+
+
+def _is_distribution(home: Path) -> bool:
+    jars = [p.name for p in (home / "lib").glob("rocketmq-*.jar")]
+    return all(any(j.startswith(f"{name}-") for j in jars) for name in NEEDED_JARS)
+
+
+def rocketmq_home() -> Path:
+    """The RocketMQ distribution; raises :class:`RocketMQNotFoundError` with one sentence."""
+    value = os.environ.get(HOME_VARIABLE, "")
+    if not value:
+        raise RocketMQNotFoundError(
+            f"RocketMQ tests need a RocketMQ 4.9.x distribution: set {HOME_VARIABLE} to its folder "
+            "(the one holding lib/ and conf/)."
+        )
+    home = Path(value).resolve()
+    if not _is_distribution(home):
+        raise RocketMQNotFoundError(
+            f"{HOME_VARIABLE}={value} is not a RocketMQ distribution (no lib/ with the namesrv, "
+            "broker, client and tools jars): set it to a RocketMQ 4.9.x folder."
+        )
+    if shutil.which("java") is None:
+        raise RocketMQNotFoundError("RocketMQ tests need `java` (17) on the PATH.")
+    return home
+
+
+def _can_bind(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_broker_port(taken: set[int] | None = None) -> int:
+    """A free port P such that P-2 (the broker's fast channel) and P+1 (HA) are free too, and
+    none of the three in ``taken``, to which they are added."""
+    taken = set() if taken is None else taken
+    for _ in range(100):
+        port = free_port()
+        ports = {port - 2, port, port + 1}
+        if (
+            port - 2 > 1024
+            and port + 1 < 65536
+            and not ports & taken
+            and _can_bind(port - 2)
+            and _can_bind(port + 1)
+        ):
+            taken |= ports
+            return port
+    raise RuntimeError("no free port with its neighbours P-2 and P+1 free was found")
+
+
+def java_env(home: Path) -> dict[str, str]:
+    """The environment of a RocketMQ process: ``ROCKETMQ_HOME``, and no inherited NameServer."""
+    env = dict(os.environ)
+    env["ROCKETMQ_HOME"] = str(home)
+    env.pop("NAMESRV_ADDR", None)
+    return env
+
+
+def java_command(home: Path, user_home: Path, heap: tuple[str, ...], main: str) -> list[str]:
+    """``java`` with RocketMQ's class path and flags, its own ``user.home``, bound to loopback."""
+    java = shutil.which("java") or "java"
+    return [
+        java,
+        *heap,
+        *JAVA17_OPTS,
+        QUICK_JIT,
+        f"-Duser.home={user_home}",
+        "-Drocketmq.bindAddress=127.0.0.1",
+        "-cp",
+        str(home / "lib" / "*"),
+        main,
+    ]
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    """One broker of a cluster description.
+
+    ``namesrvs`` names the NameServers it registers with (all of the cluster's when None). A
+    broker with ``broker_id`` > 0 is a slave (``brokerRole=SLAVE``) of the master of the same
+    name. ``properties`` are more broker properties, written as given (they win).
+    """
+
+    name: str
+    cluster: str = "DefaultCluster"
+    namesrvs: tuple[str, ...] | None = None
+    auto_create_topic: bool = True
+    default_topic_queue_nums: int = 8
+    broker_id: int = 0
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The broker's handle in a cluster: its name, or ``name@id`` for a slave."""
+        return self.name if self.broker_id == 0 else f"{self.name}@{self.broker_id}"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A cluster description: the NameServers' names and the brokers."""
+
+    brokers: tuple[BrokerSpec, ...]
+    namesrvs: tuple[str, ...] = ("ns1",)
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.namesrvs) <= 3 or len(set(self.namesrvs)) != len(self.namesrvs):
+            raise ValueError("a cluster has 1 to 3 NameServers with distinct names")
+        if not 1 <= len(self.brokers) <= 4:
+            raise ValueError("a cluster has 1 to 4 brokers")
+        keys = [b.key for b in self.brokers]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"broker names (and ids) must be distinct: {keys}")
+        for b in self.brokers:
+            unknown = set(b.namesrvs or ()) - set(self.namesrvs)
+            if unknown:
+                raise ValueError(f"broker {b.key} names unknown NameServers {sorted(unknown)}")
+
+
+class _Process:
+    """One RocketMQ JVM: started in its directory, its output in ``<dir>/<name>.out``."""
+
+    heap: tuple[str, ...] = ()
+    main = ""
+
+    def __init__(self, name: str, home: Path, workdir: Path, port: int) -> None:
+        self.name = name
+        self.home = home
+        self.dir = workdir / name
+        self.port = port
+        self.frozen = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_start = 0
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / f"{self.name}.out"
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, f"{self.name} is not running"
+        return self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def config(self) -> Path:
+        raise NotImplementedError
+
+    def spawn(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = self.config()
+        self._log_start = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self._proc = subprocess.Popen(
+                [*java_command(self.home, self.dir, self.heap, self.main), "-c", str(config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.dir,
+                env=java_env(self.home),
+                start_new_session=True,
+            )
+        self.frozen = False
+
+    def output(self) -> str:
+        """What this run of the process has printed so far."""
+        with self.log.open("rb") as f:
+            f.seek(self._log_start)
+            return f.read().decode(errors="replace")
+
+    def booted(self) -> bool:
+        """True once this run printed ``boot success``; fails with its output if it exited."""
+        assert self._proc is not None, f"{self.name} was not started"
+        if self._proc.poll() is not None:
+            raise RuntimeError(
+                f"{self.name} exited with status {self._proc.returncode}:\n{self.output()[-3000:]}"
+            )
+        return BOOT_SUCCESS in self.output()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        raise NotImplementedError
+
+    def terminate(self) -> None:
+        """Send SIGTERM (after SIGCONT if frozen) without waiting; :meth:`stop` waits."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if self.frozen:
+                os.kill(proc.pid, signal.SIGCONT)
+            os.kill(proc.pid, signal.SIGTERM)
+        self.frozen = False
+
+    def stop(self, timeout: float = 20) -> None:
+        """SIGTERM (after SIGCONT if frozen), then SIGKILL if it lingers; by its PID."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if self.frozen and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
+        self.frozen = False
+        stop(proc, timeout)
+
+    def kill(self) -> None:
+        """SIGKILL, as ``kill -9``: no shutdown hook runs, the sockets close at once."""
+        proc, self._proc = self._proc, None
+        assert proc is not None, f"{self.name} is not running"
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        self.frozen = False
+
+    def state(self) -> str:
+        """The process's state letter in ``/proc/<pid>/stat`` (R, S, D, T when stopped...)."""
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2]
+
+    def freeze(self, timeout: float = 10) -> None:
+        """SIGSTOP, waiting until the kernel has stopped it: it no longer answers or sends, but
+        its connections stay open."""
+        os.kill(self.pid, signal.SIGSTOP)
+        self.frozen = True
+        wait_for(lambda: self.state() == "T", timeout, f"{self.name} stopping on SIGSTOP")
+
+    def thaw(self, timeout: float = 10) -> None:
+        """SIGCONT, waiting until the kernel has resumed it."""
+        os.kill(self.pid, signal.SIGCONT)
+        self.frozen = False
+        wait_for(lambda: self.state() != "T", timeout, f"{self.name} resuming on SIGCONT")
+
+
+class NameServer(_Process):
+    """A NameServer (``NamesrvStartup``)."""
+
+    heap = NAMESRV_HEAP
+    main = "org.apache.rocketmq.namesrv.NamesrvStartup"
+
+    def config(self) -> Path:
+        path = self.dir / "namesrv.properties"
+        path.write_text(f"listenPort={self.port}\n")
+        return path
+
+    def start(self, timeout: float = 60) -> None:
+        self.spawn()
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        wait_for(self.ready, timeout, f"NameServer {self.name} booting on {self.addr}")
+
+    def ready(self) -> bool:
+        if not self.booted():
+            return False
+        try:
+            remoting.cluster_info(self.addr)
+        except OSError:
+            return False
+        return True
+
+
+class Broker(_Process):
+    """A broker (``BrokerStartup``) of a cluster; ``spec`` holds its current properties."""
+
+    heap = BROKER_HEAP
+    main = "org.apache.rocketmq.broker.BrokerStartup"
+
+    def __init__(
+        self,
+        spec: BrokerSpec,
+        home: Path,
+        workdir: Path,
+        port: int,
+        namesrvs: Mapping[str, NameServer],
+    ) -> None:
+        super().__init__(spec.key, home, workdir, port)
+        self.spec = spec
+        self._all_namesrvs = namesrvs
+
+    @property
+    def namesrvs(self) -> list[NameServer]:
+        """The NameServers this broker registers with."""
+        names = self.spec.namesrvs or tuple(self._all_namesrvs)
+        return [self._all_namesrvs[n] for n in names]
+
+    @property
+    def store(self) -> Path:
+        return self.dir / "store"
+
+    def properties(self) -> dict[str, str]:
+        """The broker's properties file, as a mapping."""
+        spec = self.spec
+        props = {
+            "brokerClusterName": spec.cluster,
+            "brokerName": spec.name,
+            "brokerId": str(spec.broker_id),
+            "namesrvAddr": ";".join(ns.addr for ns in self.namesrvs),
+            "brokerIP1": "127.0.0.1",
+            "brokerIP2": "127.0.0.1",
+            "listenPort": str(self.port),
+            "autoCreateTopicEnable": str(spec.auto_create_topic).lower(),
+            "defaultTopicQueueNums": str(spec.default_topic_queue_nums),
+            "storePathRootDir": str(self.store),
+            "storePathCommitLog": str(self.store / "commitlog"),
+            # Small files: a 16 MiB commit log, 3,000-entry consume queues, a small index.
+            "mappedFileSizeCommitLog": "16777216",
+            "mappedFileSizeConsumeQueue": "60000",
+            "maxHashSlotNum": "10000",
+            "maxIndexNum": "40000",
+        }
+        if spec.broker_id > 0:
+            props["brokerRole"] = "SLAVE"
+        props.update(spec.properties)
+        return props
+
+    def config(self) -> Path:
+        path = self.dir / "broker.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        return path
+
+    def registered(self) -> bool:
+        """True when every NameServer of this broker lists it, at its address."""
+        for ns in self.namesrvs:
+            try:
+                info = remoting.cluster_info(ns.addr)
+            except OSError:
+                return False
+            if info.addr(self.spec.name, self.spec.broker_id) != self.addr:
+                return False
+        return True
+
+    def ready(self) -> bool:
+        return self.booted() and self.registered()
+
+    def topics(self) -> dict[str, remoting.TopicConfig]:
+        """The broker's topic table, asked of the broker itself."""
+        return remoting.broker_topics(self.addr)
+
+    def registrations(self) -> int:
+        """How many registrations with a NameServer the broker has logged as done (its
+        ``broker.log``, across restarts)."""
+        log = self.dir / "logs" / "rocketmqlogs" / "broker.log"
+        if not log.exists():
+            return 0
+        with log.open("rb") as f:
+            return sum(b"to name server" in line and line.rstrip().endswith(b"OK") for line in f)
+
+    def running_config(self) -> dict[str, str]:
+        """The properties the broker runs with now, asked of the broker itself."""
+        return remoting.broker_config(self.addr)
+
+    def answers(self, timeout: float = 2.0) -> bool:
+        """True if the broker answers a request (its run-time figures) within ``timeout``."""
+        try:
+            remoting.broker_runtime_info(self.addr, timeout=timeout)
+        except OSError:
+            return False
+        return True
+
+    def start(self, timeout: float = 90) -> None:
+        """Start the broker (on its store, if it has one) and wait until it is ready."""
+        self.spawn()
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        what = f"broker {self.name} booting on {self.addr} and listed by its NameServers"
+        wait_for(self.ready, timeout, what, interval=0.2)
+
+    def restart(self, timeout: float = 90, *, lose_store: bool = False, **changes: Any) -> None:
+        """Stop the broker if it runs (SIGTERM: it unregisters), and start it again on the same
+        port and store — or, with ``lose_store``, on an empty one (a new disk); ``changes``
+        replace fields of its :class:`BrokerSpec` first, e.g. ``auto_create_topic=False`` or
+        ``properties={...}``."""
+        self.stop()
+        if lose_store:
+            shutil.rmtree(self.store, ignore_errors=True)
+        self.spec = dataclasses.replace(self.spec, **changes)
+        self.start(timeout)
+
+
+class RocketMQCluster:
+    """A running cluster of NameServers and brokers, from a :class:`ClusterSpec`."""
+
+    def __init__(self, spec: ClusterSpec, workdir: Path, home: Path | None = None) -> None:
+        self.spec = spec
+        self.workdir = workdir
+        self.home = home or rocketmq_home()
+        taken: set[int] = set()
+        self.namesrvs: dict[str, NameServer] = {}
+        for name in spec.namesrvs:
+            port = free_port()
+            while port in taken:
+                port = free_port()
+            taken.add(port)
+            self.namesrvs[name] = NameServer(name, self.home, workdir, port)
+        self.brokers: dict[str, Broker] = {
+            b.key: Broker(b, self.home, workdir, free_broker_port(taken), self.namesrvs)
+            for b in spec.brokers
+        }
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the NameServers, then the brokers (side by side), waiting until all are ready."""
+        for group in (list(self.namesrvs.values()), list(self.brokers.values())):
+            for proc in group:
+                proc.spawn()
+            for proc in group:
+                proc.wait_ready()
+
+    def stop(self, timeout: float = 20) -> None:
+        """Stop the brokers (side by side), then the NameServers, by their PIDs."""
+        for group in (list(self.brokers.values()), list(self.namesrvs.values())):
+            for proc in group:
+                proc.terminate()
+            for proc in group:
+                proc.stop(timeout)
+
+    def broker(self, key: str) -> Broker:
+        return self.brokers[key]
+
+    def namesrv_addr(self, name: str | None = None) -> str:
+        """One NameServer's address, or (``name`` None) all of them as ``a;b``, as clients take."""
+        if name is not None:
+            return self.namesrvs[name].addr
+        return ";".join(ns.addr for ns in self.namesrvs.values())
+
+    # -- reading the NameServers -------------------------------------------------------------
+
+    def route(self, topic: str, namesrv_name: str | None = None) -> TopicRoute | None:
+        """The route of ``topic`` from one NameServer (the first by default), or None."""
+        name = namesrv_name or next(iter(self.namesrvs))
+        return remoting.topic_route(self.namesrvs[name].addr, topic)
+
+    def routes(self, topic: str) -> dict[str, TopicRoute | None]:
+        """The route of ``topic`` from every NameServer, by NameServer name."""
+        return {name: remoting.topic_route(ns.addr, topic) for name, ns in self.namesrvs.items()}
+
+    def cluster_info(self, namesrv_name: str | None = None) -> ClusterInfo:
+        """One NameServer's cluster list (the first NameServer by default)."""
+        name = namesrv_name or next(iter(self.namesrvs))
+        return remoting.cluster_info(self.namesrvs[name].addr)
+
+    # -- mqadmin -----------------------------------------------------------------------------
+
+    def mqadmin(
+        self, command: str, *args: str, namesrv_name: str | None = None, timeout: float = 120
+    ) -> str:
+        """Run ``mqadmin COMMAND ARGS -n <NameServers>``; its standard output. Fails with its
+        output when it exits with an error or prints an exception."""
+        tool_home = self.workdir / "mqadmin"
+        tool_home.mkdir(exist_ok=True)
+        argv = [
+            *java_command(
+                self.home, tool_home, TOOL_HEAP, "org.apache.rocketmq.tools.command.MQAdminStartup"
+            ),
+            command,
+            *args,
+            "-n",
+            self.namesrv_addr(namesrv_name),
+        ]
+        result = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=java_env(self.home),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        # mqadmin exits 0 when its command fails, after printing the exception's stack trace.
+        if result.returncode != 0 or "Exception" in result.stdout + result.stderr:
+            raise MQAdminError(command, result.returncode, result.stdout + result.stderr)
+        return result.stdout
+
+    def update_topic(
+        self,
+        topic: str,
+        *,
+        broker: str | None = None,
+        cluster: str | None = None,
+        read_queues: int = 8,
+        write_queues: int = 8,
+        perm: int = 6,
+    ) -> str:
+        """``mqadmin updateTopic`` on one broker (``-b``, by its key) or on a cluster (``-c``)."""
+        if (broker is None) == (cluster is None):
+            raise ValueError("update_topic takes one of broker and cluster")
+        where = ["-b", self.brokers[broker].addr] if broker else ["-c", str(cluster)]
+        return self.mqadmin(
+            "updateTopic",
+            *where,
+            "-t",
+            topic,
+            "-r",
+            str(read_queues),
+            "-w",
+            str(write_queues),
+            "-p",
+            str(perm),
+        )
+
+    def delete_topic(self, topic: str, cluster: str) -> str:
+        """``mqadmin deleteTopic``: from the cluster's master brokers and every NameServer."""
+        return self.mqadmin("deleteTopic", "-t", topic, "-c", cluster)
+
+    def update_broker_config(self, broker: str, key: str, value: str) -> str:
+        """``mqadmin updateBrokerConfig`` on one broker (by its key), at run time."""
+        return self.mqadmin(
+            "updateBrokerConfig", "-b", self.brokers[broker].addr, "-k", key, "-v", value
+        )
+
+    def mqadmin_topic_route(self, topic: str, namesrv_name: str) -> TopicRoute | None:
+        """``mqadmin topicRoute`` against one NameServer, parsed; None if it has no route."""
+        try:
+            out = self.mqadmin("topicRoute", "-t", topic, namesrv_name=namesrv_name)
+        except MQAdminError as exc:
+            if "No topic route info" in exc.output:
+                return None
+            raise
+        return remoting.parse_topic_route(out[out.index("{") :])
+
+    def mqadmin_cluster_list(self, namesrv_name: str) -> list[ClusterListRow]:
+        """``mqadmin clusterList`` against one NameServer: one row per broker it lists."""
+        out = self.mqadmin("clusterList", namesrv_name=namesrv_name)
+        rows = []
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) >= 4 and not line.startswith("#") and fields[2].isdigit():
+                rows.append(ClusterListRow(fields[0], fields[1], int(fields[2]), fields[3]))
+        return rows
+
+
+@dataclass(frozen=True)
+class ClusterListRow:
+    """One row of ``mqadmin clusterList``: cluster, broker name, broker id, address."""
+
+    cluster: str
+    broker: str
+    broker_id: int
+    addr: str
+
+
+class MQAdminError(RuntimeError):
+    """``mqadmin`` failed; ``output`` is everything it printed."""
+
+    def __init__(self, command: str, status: int, output: str) -> None:
+        super().__init__(f"mqadmin {command} failed (status {status}):\n{output[-3000:]}")
+        self.output = output
+
+
+@contextlib.contextmanager
+def running_cluster(spec: ClusterSpec, workdir: Path) -> Iterator[RocketMQCluster]:
+    """A started cluster in ``workdir``, every process stopped afterwards (also on failure)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = RocketMQCluster(spec, workdir, rocketmq_home())
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
