@@ -64,6 +64,21 @@ def _broker_label(broker: str, broker_id: int) -> str:
     return broker if broker_id == 0 else f"{broker}/{broker_id}"
 
 
+def _coverage_summary(topic: str, k: int, n: int) -> str:
+    """PARTIAL_COVERAGE's sentence, from the same k and n as its ``coverage``: at k = 0 the
+    topic has no route left (no subset to converge on), which is worse, not settled."""
+    if k:
+        return (
+            f"Auto-created topic {topic} is on {k} of {n} brokers and will stay there: its "
+            "producers' routes have converged on that subset."
+        )
+    if n == 1:
+        left = "the only live broker does not hold it, and will not get it by itself"
+    else:
+        left = f"none of the {n} live brokers holds it, and none will get it by itself"
+    return f"Auto-created topic {topic} has no route left: {left}."
+
+
 def _capped(items: list[str]) -> dict[str, Any]:
     return {"items": items[:EVIDENCE_LIST_MAX], "count": len(items)}
 
@@ -338,13 +353,7 @@ class Rules:
             self._topic_key("PARTIAL_COVERAGE", topic),
             at,
             severity="critical" if k <= 1 else "warning",
-            summary=(
-                f"Auto-created topic {topic} is on {k} of {n} brokers and will stay there: "
-                "its producers' routes have converged on that subset."
-                if k
-                else f"Auto-created topic {topic} has no route left: none of the {n} live "
-                "brokers holds it any more, and none will get it by itself."
-            ),
+            summary=_coverage_summary(topic, k, n),
             evidence={
                 "coverage": f"{k}/{n}",
                 "brokers_with_topic": sorted(holding & expected),

@@ -6,6 +6,7 @@ opened and resolved instants in seconds from the start), or in full, every field
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -441,6 +442,18 @@ def test_a_split_registration_of_an_unchanged_table_keeps_it() -> None:
     ]
 
 
+def _summary_counts(summary: str) -> str:
+    """The coverage a PARTIAL_COVERAGE summary states, as ``"k/n"``."""
+    if "the only live broker does not hold it" in summary:
+        return "0/1"
+    none = re.search(r"none of the (\d+) live brokers holds it", summary)
+    if none:
+        return f"0/{none[1]}"
+    some = re.search(r"is on (\d+) of (\d+) brokers", summary)
+    assert some, summary
+    return f"{some[1]}/{some[2]}"
+
+
 def test_partial_coverage_on_no_broker_left_says_so() -> None:
     t = Trace()
     t.every(0, 150, 30, "a")
@@ -456,7 +469,61 @@ def test_partial_coverage_on_no_broker_left_says_so() -> None:
     (coverage,) = [a for a in run_.final_alerts() if a.kind == "PARTIAL_COVERAGE"]
     assert (coverage.state, coverage.severity) == ("open", "critical")
     assert coverage.evidence["coverage"] == "0/1"  # b expired at 150 s: no broker holds T
-    assert coverage.summary.startswith("Auto-created topic T has no route left: none of the 1 ")
+    assert coverage.summary == (
+        "Auto-created topic T has no route left: the only live broker does not hold it, and "
+        "will not get it by itself."
+    )
+    assert _summary_counts(coverage.summary) == coverage.evidence["coverage"]
+
+
+def test_partial_coverage_left_on_no_broker_of_several_says_so_as_its_evidence_does(
+    batch_size: int | None,
+) -> None:
+    # the demo's case: T is auto-created on c alone of a, b and c, then c dies
+    t = Trace()
+    t.every(0, 210, 30, "a")
+    t.every(0, 210, 30, "b")
+    t.hb(0, "c")
+    t.hb(30, "c", {"T": 4})  # c's last registration: it expires at 150 s
+    t.pull(0.5, "T", ["a", "b", "c"], via_default=True)
+    t.send(1, "T", broker="c", auto_created=True)
+    t.hb(1, "c", {"T": 4}, full=False)
+    t.pull(3, "T", ["c"])  # settled on c alone: 1 of 3
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_, "PARTIAL_COVERAGE") == [
+        expect(
+            "PARTIAL_COVERAGE",
+            topic="T",
+            severity="critical",
+            opened=3,
+            updated=150,
+            summary="Auto-created topic T has no route left: none of the 2 live brokers holds "
+            "it, and none will get it by itself.",
+            evidence={
+                "coverage": "0/2",
+                "brokers_with_topic": [],
+                "brokers_without_topic": ["a", "b"],
+                "namesrv_views": {},
+                "auto_created_at": ms(0.5),
+                "producers_with_template_route": [],
+            },
+            remedy=create_remedy("T", 4),
+        )
+    ]
+    changes = [
+        a
+        for cluster in run_.clusters.values()
+        for a in cluster.alert_changes
+        if a.kind == "PARTIAL_COVERAGE"
+    ]
+    # every version's sentence states the coverage its evidence holds
+    assert [(_s(a.updated_at), a.evidence["coverage"]) for a in changes] == [
+        (3.0, "1/3"),
+        (150.0, "0/2"),
+    ]
+    assert all(_summary_counts(a.summary) == a.evidence["coverage"] for a in changes)
 
 
 # -- the catalogue, kind by kind: every alert in full, opened and resolved ------------------------
@@ -673,8 +740,8 @@ def test_partial_coverage_stays_open_at_k_0_and_resolves_when_no_master_is_expec
             severity="critical",
             opened=3,
             resolved=180,
-            summary="Auto-created topic T has no route left: none of the 1 live brokers holds it "
-            "any more, and none will get it by itself.",
+            summary="Auto-created topic T has no route left: the only live broker does not hold "
+            "it, and will not get it by itself.",
             evidence={
                 "coverage": "0/0",
                 "brokers_with_topic": [],
