@@ -1,9 +1,10 @@
 """``routewatch demo``: the streaming job, the API and a replay of the mixed scenario, together.
 
 It runs the other commands as child processes (the core imports none of their packages), in a
-data directory of its own (``<data dir>/demo``, emptied at start), prints where to look and every
-alert change the store records (opened, updated, resolved), and on Ctrl-C or SIGTERM stops every
-process it started, by PID, and says so.
+data directory of its own (``<data dir>/demo``, emptied at start), prints where to look, what the
+alerts' two clocks are, and every alert the store opens or resolves (and an update that changes
+its severity or summary), and on Ctrl-C or SIGTERM stops every process it started, by PID, and
+says so.
 """
 
 from __future__ import annotations
@@ -138,16 +139,35 @@ class _AlertChanges:
         return out
 
 
-def clocks_line(speed: float) -> str:
-    """What the alerts' times are, in one line: event time (the trace's clock, which the replay
-    starts now and runs ``speed`` times as fast as the wall clock: compressing the trace's gaps
-    would change its alerts) and the wall clock of detection."""
+CHANGES_HEADER = (
+    "==> every alert the store opens or resolves, and an update when its severity or summary "
+    "changes (Ctrl-C stops everything):"
+)
+
+
+def where_to_look(url: str) -> list[str]:
+    """The hint, as the README words it: the unfiltered list shows all four alerts the scenario
+    ends with (AT_RISK resolved, three open), then the live stream and the metrics."""
+    return [
+        f"    all alerts:   curl -s '{url}/alerts'   (the scenario ends with 4: AT_RISK resolved "
+        "early on, 3 open; add ?state=open for those)",
+        f"    live changes: curl -sN {url}/alerts/stream",
+        f"    metrics:      curl -s {url}/metrics",
+    ]
+
+
+def clocks_lines(speed: float) -> list[str]:
+    """What the alerts' times are, one line per clock: event time (the trace's clock, which the
+    replay starts now and runs ``speed`` times as fast as the wall clock, keeping the trace's
+    gaps: compressing them would change its alerts) and the wall clock of detection."""
     pace = "as fast as" if speed == 1 else f"{speed:g}x as fast as"
-    return (
-        f"    clocks: opened_at and resolved_at are event time, the trace's own clock (it starts "
-        f"now and runs {pace} the wall clock at this speed); detected_at is the wall clock when "
-        "routewatch stored the alert"
-    )
+    return [
+        f"    event time: opened_at and resolved_at are event time, the trace's own clock: it "
+        f"starts now and runs {pace} the wall clock, keeping the trace's gaps (shorter gaps "
+        "would change the alerts)",
+        "    wall clock: detected_at is when routewatch stored the alert, so opened_at can be "
+        "minutes after detected_at",
+    ]
 
 
 def _fresh(root: Path) -> None:
@@ -225,12 +245,8 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
             time.sleep(0.2)
         if stopping:
             return 0
-        print(
-            f"    all alerts:   curl -s '{url}/alerts'   (open and resolved: the scenario ends "
-            "with 4, AT_RISK resolved early on; add ?state=open for the 3 that stay open)"
-        )
-        print(f"    live changes: curl -sN {url}/alerts/stream")
-        print(f"    metrics:      curl -s {url}/metrics")
+        for line in where_to_look(url):
+            print(line)
         replay = children.start(
             "replay",
             [
@@ -243,11 +259,9 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
             f"==> replaying {SCENARIO} at {args.speed:g}x (PID {replay.pid}): healthy topics, a "
             "topic stuck on one broker, a client with no NameServer address, a broker that dies"
         )
-        print(clocks_line(args.speed))
-        print(
-            "==> every alert change as the store records it: opened, updated, resolved "
-            "(Ctrl-C stops everything):"
-        )
+        for line in clocks_lines(args.speed):
+            print(line)
+        print(CHANGES_HEADER)
         _watch(children, root, replay, stopping)
     finally:
         print(f"==> stopping {len(children.started)} process(es)...", flush=True)

@@ -1,11 +1,16 @@
-"""What ``routewatch demo`` prints of the store's alert log: every change, as the store records
-it (the slow end-to-end run is ``test_demo.py``)."""
+"""What ``routewatch demo`` prints: every alert the store's log opens or resolves and each
+visible update, the hint that agrees with the README on what ``/alerts`` shows, and the two
+clocks, one line each (the slow end-to-end run is ``test_demo.py``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from routewatch.demo import _AlertChanges, clocks_line
+from emitter.scenarios import SCENARIOS
+from routewatch.demo import SCENARIO, _AlertChanges, clocks_lines, where_to_look
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _entry(seq: int, change: str, kind: str, **alert: Any) -> dict[str, Any]:
@@ -55,10 +60,36 @@ def test_a_broker_alert_names_the_broker() -> None:
     assert "DefaultCluster/broker-c/0" in line
 
 
-def test_the_clocks_are_said_in_one_line() -> None:
-    line = clocks_line(10)
+def test_the_clocks_are_said_in_one_line_each() -> None:
+    event_time, wall_clock = clocks_lines(10)
+    readme = " ".join(README.read_text().split())
 
-    assert "\n" not in line
-    assert "opened_at and resolved_at are event time" in line and "10x as fast as" in line
-    assert "detected_at is the wall clock" in line
-    assert "10x" not in clocks_line(1) and "runs as fast as the wall clock" in clocks_line(1)
+    assert "\n" not in event_time + wall_clock
+    assert "opened_at and resolved_at are event time" in event_time
+    assert "10x as fast as the wall clock, keeping the trace's gaps" in event_time
+    assert "detected_at is when routewatch stored the alert" in wall_clock
+    assert "opened_at can be minutes after detected_at" in wall_clock
+    assert (
+        "10x" not in clocks_lines(1)[0] and "runs as fast as the wall clock" in clocks_lines(1)[0]
+    )
+    # and the README, a line each
+    assert "- `opened_at`, `resolved_at`: event time, the trace's clock" in readme
+    assert "- `detected_at`: the wall clock when routewatch stored the alert" in readme
+
+
+def test_the_hint_and_the_readme_say_what_the_scenario_ends_with() -> None:
+    ends = SCENARIOS[SCENARIO].expected
+    opened = [a.kind for a in ends if a.state == "open"]
+    resolved = [a.kind for a in ends if a.state == "resolved"]
+    assert (len(ends), len(opened), resolved) == (4, 3, ["AT_RISK"])
+
+    hint = where_to_look("http://127.0.0.1:8000")[0]
+    readme = " ".join(README.read_text().split())
+
+    # the hint's curl lists every alert, the resolved one too, and says how many of each
+    assert "curl -s 'http://127.0.0.1:8000/alerts' " in hint
+    assert "ends with 4: AT_RISK resolved early on, 3 open" in hint
+    assert (
+        "`/alerts` lists all four within 3 minutes of the start, three open and `AT_RISK` "
+        "resolved" in readme
+    )
