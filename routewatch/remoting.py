@@ -1,14 +1,21 @@
-"""RocketMQ's own protocol, spoken to NameServers and brokers, for tests.
+"""RocketMQ's own remoting protocol, spoken to NameServers and brokers: the codec and a client.
 
-A topic's route and the cluster list are two requests to a NameServer
-(``GET_ROUTEINFO_BY_TOPIC`` = 105, ``GET_BROKER_CLUSTER_INFO`` = 106); a broker's topic table,
-configuration and run-time figures three to a broker (``GET_ALL_TOPIC_CONFIG`` = 21,
-``GET_BROKER_CONFIG`` = 26, ``GET_BROKER_RUNTIME_INFO`` = 28). Each is a frame of
-``[total length][serialize type << 24 | header length][JSON header][body]``, big-endian, on a
-connection of its own. Asking here costs a TCP round trip instead of an
-``mqadmin`` JVM (about 5 s on this machine), so readiness and "when does the NameServer drop
-it" can be polled. ``mqadmin topicRoute`` prints the same route (``routewatch.testing.rocketmq``);
-both are read with :mod:`routewatch.fastjson`.
+**The frame.** ``[total length][serialize type << 24 | header length][header][body]``, the two
+numbers big-endian 32-bit; the total counts everything after itself. The header's high byte names
+its serialization: 0 is JSON (fastjson's, read with :mod:`routewatch.fastjson`), 1 RocketMQ's own
+binary layout (``RocketMQSerializable``). A header has ``code`` (the request code, or an answer's
+status), ``opaque`` (the request's id, echoed by its answer), ``flag`` (bit 0: an answer; bit 1:
+one-way), ``version``, ``language``, ``remark`` and ``extFields`` (text to text). :func:`encode`
+writes a frame, :func:`decode` reads one; anything that is not a frame fails with a
+:class:`ProtocolError` naming what was wrong.
+
+**The client.** A :class:`Connection` keeps one TCP connection to one NameServer or broker and
+matches each answer to its request by ``opaque``; any failure closes it, and the next request
+opens a new one. Requests used here: to a NameServer, ``GET_ROUTEINFO_BY_TOPIC`` (105),
+``GET_BROKER_CLUSTER_INFO`` (106) and ``QUERY_DATA_VERSION`` (322); to a broker,
+``GET_ALL_TOPIC_CONFIG`` (21), ``GET_BROKER_CONFIG`` (26), ``GET_BROKER_RUNTIME_INFO`` (28) and
+``DELETE_TOPIC_IN_BROKER`` (215). The module-level functions ask once, on a connection of their
+own (the test harness polls with them: a round trip instead of an ``mqadmin`` JVM).
 
 The NameServer of 4.9.4 and later answers a route request of a 4.9.4 or later client in standard
 JSON, and an older client's in fastjson's own notation (bare integer keys,
@@ -20,11 +27,13 @@ the parser, as every older client's does.
 from __future__ import annotations
 
 import itertools
-import json
 import socket
 import struct
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from routewatch import fastjson
 
@@ -34,15 +43,280 @@ GET_BROKER_RUNTIME_INFO = 28
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
 DELETE_TOPIC_IN_BROKER = 215
+QUERY_DATA_VERSION = 322
 SUCCESS = 0
 TOPIC_NOT_EXIST = 17
 # MQVersion.Version ordinals: V4_9_3 = 399 (V4_9_4 = 401 and later get standard JSON).
 LEGACY_CLIENT_VERSION = 399
+JSON_SERIALIZATION = 0
+ROCKETMQ_SERIALIZATION = 1
+FLAG_RESPONSE = 1
+# RocketMQ's own limit on a frame (``com.rocketmq.remoting.frameMaxLength``, 16 MiB by default).
+MAX_FRAME = 16 * 1024 * 1024
 _opaque = itertools.count(1)
 
 
 class RemotingError(RuntimeError):
     """A NameServer or broker answered a request with an error code."""
+
+
+class ProtocolError(RemotingError):
+    """What came back is not a RocketMQ frame (or not the answer asked for)."""
+
+
+# -- the codec -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """One request or answer: its header's fields and its body."""
+
+    code: int
+    opaque: int
+    flag: int = 0
+    version: int = LEGACY_CLIENT_VERSION
+    language: str = "PYTHON"
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    serialization: int = JSON_SERIALIZATION
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+
+def encode(command: Command) -> bytes:
+    """The frame of ``command``, its length first, with a JSON header."""
+    header: dict[str, Any] = {
+        "code": command.code,
+        "extFields": command.ext_fields,
+        "flag": command.flag,
+        "language": command.language,
+        "opaque": command.opaque,
+        "serializeTypeCurrentRPC": "JSON",
+        "version": command.version,
+    }
+    if command.remark is not None:
+        header["remark"] = command.remark
+    raw = orjson.dumps(header)
+    return struct.pack(">ii", 4 + len(raw) + len(command.body), len(raw)) + raw + command.body
+
+
+def _int(header: dict[Any, Any], name: str) -> int:
+    value = header.get(name)
+    if type(value) is not int:
+        raise ProtocolError(f"the header's {name} is {value!r}, not an integer")
+    return value
+
+
+def _json_header(raw: bytes) -> dict[str, Any]:
+    try:
+        header = fastjson.loads(raw)
+    except fastjson.FastjsonError as exc:
+        raise ProtocolError(f"the JSON header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("the JSON header is not an object")
+    ext = header.get("extFields") or {}
+    if not isinstance(ext, dict):
+        raise ProtocolError("the header's extFields is not an object")
+    header["extFields"] = {str(k): str(v) for k, v in ext.items()}
+    return header
+
+
+def _binary_header(raw: bytes) -> dict[str, Any]:
+    """RocketMQ's own header layout: code(2) language(1) version(2) opaque(4) flag(4),
+    remark (length 4 + UTF-8), extFields (length 4, then key length 2 + key, value length 4 +
+    value, repeated)."""
+    try:
+        code, language, version, opaque, flag, remark_len = struct.unpack_from(">hbhiii", raw)
+        pos = 17
+        remark = raw[pos : pos + remark_len].decode() if remark_len > 0 else None
+        pos += max(remark_len, 0)
+        (ext_len,) = struct.unpack_from(">i", raw, pos)
+        pos += 4
+        end = pos + ext_len
+        ext: dict[str, str] = {}
+        while pos < end:
+            (key_len,) = struct.unpack_from(">h", raw, pos)
+            key = raw[pos + 2 : pos + 2 + key_len].decode()
+            pos += 2 + key_len
+            (value_len,) = struct.unpack_from(">i", raw, pos)
+            ext[key] = raw[pos + 4 : pos + 4 + value_len].decode()
+            pos += 4 + value_len
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"the binary header is cut short or garbled ({exc})") from None
+    if pos != len(raw):
+        raise ProtocolError("the binary header's lengths do not add up to the header")
+    return {
+        "code": code,
+        "language": str(language),
+        "version": version,
+        "opaque": opaque,
+        "flag": flag,
+        "remark": remark,
+        "extFields": ext,
+    }
+
+
+def decode(frame: bytes) -> Command:
+    """One whole frame (its length first) as a :class:`Command`."""
+    if len(frame) < 8:
+        raise ProtocolError(f"a frame has at least 8 bytes, this one {len(frame)}")
+    (length,) = struct.unpack_from(">i", frame)
+    if length != len(frame) - 4:
+        raise ProtocolError(f"the frame says {length} bytes follow, {len(frame) - 4} do")
+    return decode_payload(frame[4:])
+
+
+def decode_payload(payload: bytes) -> Command:
+    """A frame without its length: the header mark, the header, the body."""
+    (mark,) = struct.unpack_from(">i", payload)
+    serialization, header_length = (mark >> 24) & 0xFF, mark & 0xFFFFFF
+    if header_length > len(payload) - 4:
+        raise ProtocolError(f"the header length {header_length} exceeds the frame")
+    raw = payload[4 : 4 + header_length]
+    if serialization == JSON_SERIALIZATION:
+        header = _json_header(raw)
+    elif serialization == ROCKETMQ_SERIALIZATION:
+        header = _binary_header(raw)
+    else:
+        raise ProtocolError(f"serialization type {serialization} is neither JSON nor ROCKETMQ")
+    remark, version = header.get("remark"), header.get("version")
+    return Command(
+        code=_int(header, "code"),
+        opaque=_int(header, "opaque"),
+        flag=_int(header, "flag"),
+        version=version if isinstance(version, int) else 0,
+        language=str(header.get("language") or ""),
+        remark=None if remark is None else str(remark),
+        ext_fields=header["extFields"],
+        body=payload[4 + header_length :],
+        serialization=serialization,
+    )
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+class Connection:
+    """One TCP connection to a NameServer or broker, opened on first use and after a failure.
+
+    :meth:`call` sends a request and returns its answer; it fails with an ``OSError``
+    (``TimeoutError`` when nothing, or not all, came within ``timeout``) or a
+    :class:`ProtocolError`, and the connection is closed then."""
+
+    def __init__(self, addr: str, timeout: float = 3.0) -> None:
+        self.addr = addr
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def call(
+        self,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        version: int = LEGACY_CLIENT_VERSION,
+    ) -> Command:
+        request = Command(
+            code=code, opaque=next(_opaque), ext_fields=ext_fields or {}, body=body, version=version
+        )
+        deadline = time.monotonic() + self.timeout
+        try:
+            sock = self._connect(deadline)
+            sock.sendall(encode(request))
+            while True:
+                answer = decode_payload(self._read_payload(sock, deadline))
+                if answer.is_response and answer.opaque == request.opaque:
+                    return answer
+                # anything else (an answer to an abandoned request, a server's own request) is
+                # not ours: read on
+        except BaseException:
+            self.close()
+            raise
+
+    def _connect(self, deadline: float) -> socket.socket:
+        if self._sock is None:
+            host, _, port = self.addr.rpartition(":")
+            if not host or not port.isdigit():
+                raise ProtocolError(f"'{self.addr}' is not host:port")
+            self._sock = socket.create_connection((host, int(port)), timeout=self._left(deadline))
+        return self._sock
+
+    def _left(self, deadline: float) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{self.addr} did not answer within {self.timeout:g} s")
+        return left
+
+    def _recv_exact(self, sock: socket.socket, size: int, deadline: float) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < size:
+            sock.settimeout(self._left(deadline))
+            try:
+                chunk = sock.recv(min(size - len(chunks), 1 << 20))
+            except TimeoutError:
+                late = f"{self.addr} did not answer within {self.timeout:g} s"
+                raise TimeoutError(late) from None
+            if not chunk:
+                raise ConnectionError(f"{self.addr} closed the connection mid-answer")
+            chunks += chunk
+        return bytes(chunks)
+
+    def _read_payload(self, sock: socket.socket, deadline: float) -> bytes:
+        (length,) = struct.unpack(">i", self._recv_exact(sock, 4, deadline))
+        if not 4 <= length <= MAX_FRAME:
+            raise ProtocolError(f"{self.addr} sent a frame length of {length}: not RocketMQ")
+        return self._recv_exact(sock, length, deadline)
+
+    # -- answers, checked --------------------------------------------------------------------
+
+    def ask(
+        self, code: int, what: str, ext_fields: dict[str, str] | None = None, **kw: Any
+    ) -> bytes:
+        """The body of a successful answer; a :class:`RemotingError` naming ``what`` if not."""
+        answer = self.call(code, ext_fields, **kw)
+        if answer.code != SUCCESS:
+            raise RemotingError(f"{what} from {self.addr}: code {answer.code}, {answer.remark}")
+        return answer.body
+
+
+def request(
+    addr: str,
+    code: int,
+    ext_fields: dict[str, str] | None = None,
+    *,
+    version: int = LEGACY_CLIENT_VERSION,
+    timeout: float = 3.0,
+) -> tuple[dict[str | int, Any], bytes]:
+    """Send one request to the NameServer or broker at ``addr``; its answer's header fields and
+    body. Fails with an ``OSError`` (``TimeoutError`` included) if it does not answer in
+    ``timeout``."""
+    with Connection(addr, timeout) as conn:
+        answer = conn.call(code, ext_fields, version=version)
+    header: dict[str | int, Any] = {
+        "code": answer.code,
+        "opaque": answer.opaque,
+        "flag": answer.flag,
+        "remark": answer.remark,
+        "extFields": answer.ext_fields,
+    }
+    return header, answer.body
+
+
+# -- what the answers say --------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -96,7 +370,48 @@ class ClusterInfo:
         return None if data is None else data.addrs.get(broker_id)
 
 
-def _broker_data(raw: dict[str | int, Any]) -> BrokerData:
+@dataclass(frozen=True)
+class TopicConfig:
+    """A topic as a broker holds it in its topic table (and registers it)."""
+
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+
+@dataclass(frozen=True, order=True)
+class DataVersion:
+    """A broker's topic-table version (``DataVersion``): a timestamp and a counter."""
+
+    timestamp: int
+    counter: int
+
+    def __str__(self) -> str:
+        return f"{self.timestamp}-{self.counter}"
+
+
+@dataclass(frozen=True)
+class TopicTable:
+    """A broker's topic table and its version (``TopicConfigSerializeWrapper``)."""
+
+    version: DataVersion
+    topics: dict[str, TopicConfig]
+
+
+def _object(value: Any, what: str) -> dict[Any, Any]:
+    if not isinstance(value, dict):
+        raise ProtocolError(f"{what} is not a JSON object")
+    return value
+
+
+def _json(body: bytes | str, what: str) -> dict[Any, Any]:
+    try:
+        return _object(fastjson.loads(body), what)
+    except fastjson.FastjsonError as exc:
+        raise ProtocolError(f"{what} is not JSON: {exc}") from None
+
+
+def _broker_data(raw: dict[Any, Any]) -> BrokerData:
     addrs = raw.get("brokerAddrs") or {}
     return BrokerData(
         cluster=str(raw["cluster"]),
@@ -105,89 +420,91 @@ def _broker_data(raw: dict[str | int, Any]) -> BrokerData:
     )
 
 
-def parse_topic_route(text: str) -> TopicRoute:
+def parse_topic_route(text: str | bytes) -> TopicRoute:
     """A route from the NameServer's JSON (fastjson's notation or standard JSON)."""
-    raw = fastjson.loads(text)
-    queues = (
-        QueueData(
-            broker=str(q["brokerName"]),
-            read_queue_nums=int(q["readQueueNums"]),
-            write_queue_nums=int(q["writeQueueNums"]),
-            perm=int(q["perm"]),
-            topic_sys_flag=int(q.get("topicSysFlag", 0)),
+    raw = _json(text, "the route")
+    try:
+        queues = tuple(
+            QueueData(
+                broker=str(q["brokerName"]),
+                read_queue_nums=int(q["readQueueNums"]),
+                write_queue_nums=int(q["writeQueueNums"]),
+                perm=int(q["perm"]),
+                topic_sys_flag=int(q.get("topicSysFlag", 0)),
+            )
+            for q in raw.get("queueDatas") or ()
         )
-        for q in raw.get("queueDatas") or ()
-    )
+        brokers = tuple(_broker_data(b) for b in raw.get("brokerDatas") or ())
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProtocolError(f"the route lacks or garbles a field ({exc!r})") from None
     return TopicRoute(
         queues=tuple(sorted(queues, key=lambda q: q.broker)),
-        brokers=tuple(
-            sorted((_broker_data(b) for b in raw.get("brokerDatas") or ()), key=lambda b: b.broker)
-        ),
+        brokers=tuple(sorted(brokers, key=lambda b: b.broker)),
         order_topic_conf=raw.get("orderTopicConf"),
     )
 
 
-def parse_cluster_info(text: str) -> ClusterInfo:
+def parse_cluster_info(text: str | bytes) -> ClusterInfo:
     """The cluster list from the NameServer's JSON (fastjson's notation or standard JSON)."""
-    raw = fastjson.loads(text)
-    table = raw.get("brokerAddrTable") or {}
-    clusters = raw.get("clusterAddrTable") or {}
-    return ClusterInfo(
-        brokers={str(name): _broker_data(data) for name, data in table.items()},
-        clusters={str(name): frozenset(map(str, names)) for name, names in clusters.items()},
-    )
+    raw = _json(text, "the cluster list")
+    try:
+        table = raw.get("brokerAddrTable") or {}
+        clusters = raw.get("clusterAddrTable") or {}
+        return ClusterInfo(
+            brokers={str(name): _broker_data(data) for name, data in table.items()},
+            clusters={str(name): frozenset(map(str, names)) for name, names in clusters.items()},
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProtocolError(f"the cluster list lacks or garbles a field ({exc!r})") from None
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            raise ConnectionError("the peer closed the connection mid-answer")
-        chunks += chunk
-    return bytes(chunks)
+def parse_data_version(text: str | bytes) -> DataVersion:
+    """A ``DataVersion`` as fastjson writes it: ``{"counter":2,"timestamp":1795573072034}``."""
+    raw = _json(text, "the data version")
+    timestamp, counter = raw.get("timestamp"), raw.get("counter")
+    if type(timestamp) is not int or type(counter) is not int:
+        raise ProtocolError(f"the data version {raw!r} lacks an integer timestamp or counter")
+    return DataVersion(timestamp, counter)
 
 
-def request(
-    addr: str,
-    code: int,
-    ext_fields: dict[str, str] | None = None,
-    *,
-    version: int = LEGACY_CLIENT_VERSION,
-    timeout: float = 3.0,
-) -> tuple[dict[str | int, Any], bytes]:
-    """Send one request to the NameServer or broker at ``addr``; its answer's header and body.
-    Fails with an ``OSError`` (``TimeoutError`` included) if it does not answer in ``timeout``."""
-    header = json.dumps(
-        {
-            "code": code,
-            "extFields": ext_fields or {},
-            "flag": 0,
-            "language": "PYTHON",
-            "opaque": next(_opaque),
-            "serializeTypeCurrentRPC": "JSON",
-            "version": version,
+def parse_topic_table(text: str | bytes) -> TopicTable:
+    """A broker's answer to ``GET_ALL_TOPIC_CONFIG``: its topic table and data version."""
+    raw = _json(text, "the topic table")
+    try:
+        topics = {
+            str(name): TopicConfig(
+                int(t["readQueueNums"]), int(t["writeQueueNums"]), int(t["perm"])
+            )
+            for name, t in (raw.get("topicConfigTable") or {}).items()
         }
-    ).encode()
-    host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        sock.sendall(struct.pack(">ii", 4 + len(header), len(header)) + header)
-        (length,) = struct.unpack(">i", _recv_exact(sock, 4))
-        frame = _recv_exact(sock, length)
-    header_length = struct.unpack(">i", frame[:4])[0] & 0xFFFFFF
-    answer = fastjson.loads(frame[4 : 4 + header_length].decode())
-    return answer, frame[4 + header_length :]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProtocolError(f"the topic table lacks or garbles a field ({exc!r})") from None
+    return TopicTable(parse_data_version(orjson.dumps(raw.get("dataVersion"))), topics)
+
+
+def parse_properties(text: str | bytes) -> dict[str, str]:
+    """A broker's configuration as it sends it: ``key=value`` lines."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode()
+        except UnicodeDecodeError:
+            raise ProtocolError("the broker configuration is not UTF-8") from None
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+# -- one request at a time ---------------------------------------------------------------------
 
 
 def raw_topic_route(addr: str, topic: str, *, version: int = LEGACY_CLIENT_VERSION) -> str | None:
     """The NameServer's route of ``topic`` as the text it sends, or None if it has none."""
-    answer, body = request(addr, GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=version)
-    if answer["code"] == TOPIC_NOT_EXIST:
+    with Connection(addr) as conn:
+        answer = conn.call(GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=version)
+    if answer.code == TOPIC_NOT_EXIST:
         return None
-    if answer["code"] != SUCCESS:
-        raise RemotingError(f"route of {topic} from {addr}: {answer.get('remark')}")
-    return body.decode()
+    if answer.code != SUCCESS:
+        raise RemotingError(f"route of {topic} from {addr}: {answer.remark}")
+    return answer.body.decode()
 
 
 def topic_route(addr: str, topic: str) -> TopicRoute | None:
@@ -198,10 +515,8 @@ def topic_route(addr: str, topic: str) -> TopicRoute | None:
 
 def raw_cluster_info(addr: str, *, version: int = LEGACY_CLIENT_VERSION) -> str:
     """The NameServer's cluster list as the text it sends."""
-    answer, body = request(addr, GET_BROKER_CLUSTER_INFO, version=version)
-    if answer["code"] != SUCCESS:
-        raise RemotingError(f"cluster list from {addr}: {answer.get('remark')}")
-    return body.decode()
+    with Connection(addr) as conn:
+        return conn.ask(GET_BROKER_CLUSTER_INFO, "the cluster list", version=version).decode()
 
 
 def cluster_info(addr: str) -> ClusterInfo:
@@ -209,52 +524,54 @@ def cluster_info(addr: str) -> ClusterInfo:
     return parse_cluster_info(raw_cluster_info(addr))
 
 
-@dataclass(frozen=True)
-class TopicConfig:
-    """A topic as a broker holds it in its topic table (and registers it)."""
+# The version asked about in QUERY_DATA_VERSION: no broker has it, so the NameServer always
+# answers "changed" and, unlike for a matching version, does not renew the broker's liveness.
+NO_DATA_VERSION = b'{"counter":-1,"timestamp":-1}'
 
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
+
+def namesrv_data_version(
+    conn: Connection, cluster: str, broker: str, broker_id: int, addr: str
+) -> DataVersion | None:
+    """The data version of the topic table the NameServer on ``conn`` holds for the broker at
+    ``addr`` (``QUERY_DATA_VERSION``, as a broker asks before registering), or None if it holds
+    none. Read-only: it asks about a version no broker has."""
+    fields = {
+        "brokerName": broker,
+        "brokerAddr": addr,
+        "clusterName": cluster,
+        "brokerId": str(broker_id),
+    }
+    answer = conn.call(QUERY_DATA_VERSION, fields, NO_DATA_VERSION)
+    if answer.code != SUCCESS:
+        raise RemotingError(f"data version from {conn.addr}: code {answer.code}, {answer.remark}")
+    return parse_data_version(answer.body) if answer.body else None
 
 
 def broker_topics(addr: str, *, timeout: float = 3.0) -> dict[str, TopicConfig]:
     """The topic table of the broker at ``addr``: what it registers with its NameServers."""
-    answer, body = request(addr, GET_ALL_TOPIC_CONFIG, timeout=timeout)
-    if answer["code"] != SUCCESS:
-        raise RemotingError(f"topic table of the broker at {addr}: {answer.get('remark')}")
-    table = fastjson.loads(body.decode()).get("topicConfigTable") or {}
-    return {
-        str(name): TopicConfig(int(t["readQueueNums"]), int(t["writeQueueNums"]), int(t["perm"]))
-        for name, t in table.items()
-    }
-
-
-def _properties(text: str) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
-    return {key.strip(): value.strip() for key, value in pairs}
+    with Connection(addr, timeout) as conn:
+        body = conn.ask(GET_ALL_TOPIC_CONFIG, "the topic table")
+    return parse_topic_table(body).topics
 
 
 def broker_config(addr: str, *, timeout: float = 3.0) -> dict[str, str]:
     """The configuration the broker at ``addr`` runs with now (every property, as text)."""
-    answer, body = request(addr, GET_BROKER_CONFIG, timeout=timeout)
-    if answer["code"] != SUCCESS:
-        raise RemotingError(f"configuration of the broker at {addr}: {answer.get('remark')}")
-    return _properties(body.decode())
+    with Connection(addr, timeout) as conn:
+        return parse_properties(conn.ask(GET_BROKER_CONFIG, "the broker configuration"))
 
 
 def broker_runtime_info(addr: str, *, timeout: float = 3.0) -> dict[str, str]:
     """The broker's run-time figures (``mqadmin brokerStatus``); a frozen broker times out."""
-    answer, body = request(addr, GET_BROKER_RUNTIME_INFO, timeout=timeout)
-    if answer["code"] != SUCCESS:
-        raise RemotingError(f"run-time figures of the broker at {addr}: {answer.get('remark')}")
-    table = fastjson.loads(body.decode()).get("table") or {}
+    with Connection(addr, timeout) as conn:
+        body = conn.ask(GET_BROKER_RUNTIME_INFO, "the run-time figures")
+    table = _json(body, "the run-time figures").get("table") or {}
     return {str(k): str(v) for k, v in table.items()}
 
 
 def delete_topic_in_broker(addr: str, topic: str, *, timeout: float = 3.0) -> None:
     """Delete ``topic`` from the topic table of the broker at ``addr`` only (what ``mqadmin
     deleteTopic`` asks of each master before it asks the NameServers)."""
-    answer, _ = request(addr, DELETE_TOPIC_IN_BROKER, {"topic": topic}, timeout=timeout)
-    if answer["code"] != SUCCESS:
-        raise RemotingError(f"deleting {topic} on the broker at {addr}: {answer.get('remark')}")
+    with Connection(addr, timeout) as conn:
+        answer = conn.call(DELETE_TOPIC_IN_BROKER, {"topic": topic})
+    if answer.code != SUCCESS:
+        raise RemotingError(f"deleting {topic} on the broker at {addr}: {answer.remark}")
