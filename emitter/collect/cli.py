@@ -1,0 +1,119 @@
+"""``routewatch collect``: watch a live RocketMQ cluster and write contract heartbeats."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from types import FrameType
+
+from emitter.collect.collector import Collector
+from emitter.collect.derive import Deriver
+from emitter.collect.metrics import Counters, MetricsServer
+from emitter.collect.poller import Poller
+from emitter.collect.settings import CollectSettings
+from emitter.replay.sinks import sink_for
+from routewatch.errors import RoutewatchError
+from routewatch.settings import load
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``collect`` to the ``routewatch`` command line."""
+    parser = subparsers.add_parser(
+        "collect",
+        help="watch a live RocketMQ cluster's NameServers and brokers, write heartbeat events",
+        description="Poll every NameServer and the brokers they list over RocketMQ's protocol "
+        "and write what each NameServer holds as heartbeat events (docs/collect.md), until "
+        "Ctrl-C or SIGTERM. Sink and collector settings come from ROUTEWATCH_*.",
+    )
+    parser.add_argument(
+        "--namesrv",
+        metavar="HOST:PORT[;HOST:PORT]",
+        help="the NameServers, as a client's namesrvAddr (default ROUTEWATCH_COLLECT_NAMESRV)",
+    )
+    parser.add_argument("--to", choices=["kafka", "spool", "stdout"], required=True)
+    parser.add_argument("--once", action="store_true", help="poll once, write, and exit")
+    parser.set_defaults(handler=_run)
+
+
+def namesrv_list(text: str) -> list[str]:
+    """``a:1;b:2`` as a list of addresses; a :class:`RoutewatchError` if one is not host:port."""
+    addrs = [a.strip() for a in text.split(";") if a.strip()]
+    if not addrs:
+        raise RoutewatchError(
+            "no NameServer to watch: give --namesrv 'host:port;host:port' or set "
+            "ROUTEWATCH_COLLECT_NAMESRV."
+        )
+    for addr in addrs:
+        host, _, port = addr.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise RoutewatchError(
+                f"'{addr}' is not a NameServer address: write each as host:port, separated by ';'."
+            )
+    if len(set(addrs)) != len(addrs):
+        raise RoutewatchError(f"--namesrv names a NameServer twice ({text}): name each once.")
+    return addrs
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="routewatch collect: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    settings = load(CollectSettings)
+    namesrvs = namesrv_list(args.namesrv or settings.collect_namesrv)
+    counters = Counters()
+    sink = sink_for(args.to, settings)
+    metrics = None
+    if settings.collect_metrics_port:
+        try:
+            metrics = MetricsServer(counters, settings.collect_metrics_port)
+        except OSError as exc:
+            raise RoutewatchError(
+                f"cannot serve /metrics on 127.0.0.1:{settings.collect_metrics_port} "
+                f"({exc.strerror}): set ROUTEWATCH_COLLECT_METRICS_PORT to a free port, or 0."
+            ) from None
+    poller = Poller(namesrvs, counters, settings.collect_timeout_s)
+    collector = Collector(
+        poller,
+        Deriver(settings.collect_heartbeat_interval_s),
+        sink,
+        counters,
+        settings.collect_poll_interval_s,
+        settings.collect_log_interval_s,
+    )
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        collector.stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    where = {
+        "kafka": f"Kafka {settings.kafka_bootstrap} topic {settings.kafka_topic}",
+        "spool": f"the spool {settings.spool_dir}",
+        "stdout": "stdout",
+    }[args.to]
+    logging.getLogger("routewatch.collect").info(
+        "watching %s every %g s, writing to %s%s.",
+        ";".join(namesrvs),
+        settings.collect_poll_interval_s,
+        where,
+        f", /metrics on 127.0.0.1:{metrics.port}" if metrics else "",
+    )
+    try:
+        if args.once:
+            collector.poll_once()
+        else:
+            collector.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        poller.close()
+        written = sink.close()
+        if metrics is not None:
+            metrics.close()
+        print(
+            f"routewatch collect: stopped; {counters.summary()} ({written:g} delivered).",
+            file=sys.stderr,
+        )
+    return 0

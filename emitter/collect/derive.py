@@ -1,0 +1,150 @@
+"""From polls to heartbeat events: what each NameServer holds, written as the registrations the
+job reads (docs/collect.md has the reasoning).
+
+For each broker a NameServer lists (its cluster list holds only live registrations), one
+``heartbeat`` with ``namesrv`` = that NameServer: ``full`` true, the broker's topic table *at the
+data version that NameServer holds for it* (``QUERY_DATA_VERSION``), that version as
+``data_version``, and the broker's ``autoCreateTopicEnable`` and ``defaultTopicQueueNums`` (asked
+of the broker: a NameServer does not hold them). One is written when anything of it changed, and
+otherwise every ``heartbeat_interval_s`` while the NameServer lists the broker. A broker that a
+NameServer no longer lists gets no more heartbeats for it: the job expires it there 120 s after
+the last one. Nothing is written for a NameServer that did not answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from emitter.collect.poller import BrokerKey, Snapshot
+from routewatch.events import Heartbeat, TopicConfig
+from routewatch.remoting import DataVersion
+
+__all__ = ["Deriver"]
+
+log = logging.getLogger("routewatch.collect")
+
+
+@dataclass(frozen=True)
+class _Written:
+    ts: int
+    addr: str
+    version: DataVersion
+    auto_create: bool
+    default_q: int
+
+
+class Deriver:
+    """Turns each :class:`Snapshot` into the heartbeats to write, keeping what was written."""
+
+    def __init__(self, heartbeat_interval_s: float = 30.0, source: str | None = None) -> None:
+        self.interval_ms = int(heartbeat_interval_s * 1000)
+        self.source = source or f"collect-{uuid.uuid4().hex[:8]}"
+        self.seq = 0
+        self._tables: dict[tuple[str, DataVersion], dict[str, TopicConfig]] = {}
+        self._configs: dict[str, tuple[bool, int]] = {}  # broker addr -> last known settings
+        self._written: dict[tuple[str, BrokerKey], _Written] = {}  # (namesrv, broker) -> last
+        self._waiting: set[tuple[str, BrokerKey]] = set()  # logged as not yet writable
+
+    def known(self, addr: str, version: DataVersion) -> bool:
+        """Whether the table of the broker at ``addr`` at ``version`` is known."""
+        return (addr, version) in self._tables
+
+    def derive(self, snap: Snapshot) -> list[Heartbeat]:
+        """The heartbeats a poll calls for, in the order to write them (by ``ts``, then
+        ``seq``)."""
+        for addr, broker in snap.brokers.items():
+            self._configs[addr] = (broker.auto_create_topic_enable, broker.default_topic_queue_nums)
+            table = broker.table
+            if table is not None:
+                # The first table seen at a version is the one registered under it: a broker can
+                # change its table in memory without a new version (a refused send strips
+                # TBW102's inherit bit), which a NameServer does not see until the next version.
+                self._tables.setdefault(
+                    (addr, table.version),
+                    {
+                        name: TopicConfig(
+                            read_queue_nums=t.read_queue_nums,
+                            write_queue_nums=t.write_queue_nums,
+                            perm=t.perm,
+                        )
+                        for name, t in table.topics.items()
+                    },
+                )
+        events: list[Heartbeat] = []
+        for ns, view in sorted(snap.namesrvs.items(), key=lambda item: item[1].ts):
+            for key, addr in sorted(view.brokers.items()):
+                event = self._heartbeat(ns, key, addr, view.ts, view.versions.get(addr))
+                if event is not None:
+                    events.append(event)
+        self._prune(snap)
+        return events
+
+    def _heartbeat(
+        self, ns: str, key: BrokerKey, addr: str, ts: int, version: DataVersion | None
+    ) -> Heartbeat | None:
+        cluster, name, broker_id = key
+        last = self._written.get((ns, key))
+        config = self._configs.get(addr)
+        if version is not None and (addr, version) in self._tables and config is not None:
+            current = _Written(ts, addr, version, *config)
+        elif last is not None and last.addr == addr:
+            # The NameServer holds a version whose table is not known yet (the broker changed it
+            # between two questions, or does not answer): renew the liveness it still has with
+            # what was last written, and only when the job needs it.
+            current = _Written(ts, addr, last.version, last.auto_create, last.default_q)
+            if ts - last.ts < self.interval_ms:
+                return None
+        else:
+            if (ns, key) not in self._waiting:
+                self._waiting.add((ns, key))
+                log.warning(
+                    "NameServer %s lists broker %s (id %d) at %s, whose %s is not known yet; "
+                    "its heartbeats start once the broker answers.",
+                    ns,
+                    name,
+                    broker_id,
+                    addr,
+                    "configuration" if config is None else "topic table at that version",
+                )
+            return None
+        self._waiting.discard((ns, key))
+        if (
+            last is not None
+            and ts - last.ts < self.interval_ms
+            and (last.addr, last.version, last.auto_create, last.default_q)
+            == (current.addr, current.version, current.auto_create, current.default_q)
+        ):
+            return None
+        self._written[(ns, key)] = current
+        self.seq += 1
+        return Heartbeat(
+            ts=ts,
+            cluster=cluster,
+            event_id=f"{self.source}-{self.seq}",
+            seq=self.seq,
+            broker=name,
+            broker_addr=addr,
+            broker_id=broker_id,
+            namesrv=ns,
+            auto_create_topic_enable=current.auto_create,
+            default_topic_queue_nums=current.default_q,
+            full=True,
+            topics=self._tables[(addr, current.version)],
+            data_version=str(current.version),
+        )
+
+    def _prune(self, snap: Snapshot) -> None:
+        """Forget the tables no NameServer or written heartbeat refers to any more (the newest
+        of each broker is kept)."""
+        used = {(w.addr, w.version) for w in self._written.values()}
+        for view in snap.namesrvs.values():
+            used |= {(a, v) for a, v in view.versions.items() if v is not None}
+        newest: dict[str, DataVersion] = {}
+        for addr, version in self._tables:
+            if addr not in newest or version > newest[addr]:
+                newest[addr] = version
+        used |= set(newest.items())
+        for item in [k for k in self._tables if k not in used]:
+            del self._tables[item]

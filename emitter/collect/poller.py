@@ -1,0 +1,200 @@
+"""One poll of a cluster: every NameServer's cluster list and the data version it holds for each
+broker it lists, every listed broker's configuration, and a broker's topic table when a
+NameServer holds a version of it not seen yet. Failures are recorded per target, logged once
+when a target starts or stops failing, and counted; they never stop the poll."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from emitter.collect.metrics import Counters
+from routewatch import remoting
+from routewatch.remoting import Connection, DataVersion, TopicTable
+
+__all__ = ["BrokerKey", "BrokerView", "NamesrvView", "Poller", "Snapshot"]
+
+log = logging.getLogger("routewatch.collect")
+
+BrokerKey = tuple[str, str, int]  # (cluster, broker name, broker id)
+
+
+@dataclass
+class NamesrvView:
+    """What one NameServer held when it answered."""
+
+    addr: str
+    ts: int  # epoch ms when its cluster list arrived
+    brokers: dict[BrokerKey, str]  # the brokers it lists -> their addresses
+    versions: dict[str, DataVersion | None] = field(default_factory=dict)  # by broker address;
+    # absent: not known this poll (the question failed)
+
+
+@dataclass
+class BrokerView:
+    """What one broker said of itself."""
+
+    addr: str
+    auto_create_topic_enable: bool
+    default_topic_queue_nums: int
+    table: TopicTable | None = None  # None: not asked this poll
+
+
+@dataclass
+class Snapshot:
+    namesrvs: dict[str, NamesrvView] = field(default_factory=dict)  # those that answered
+    brokers: dict[str, BrokerView] = field(default_factory=dict)  # those that answered
+
+
+def _reason(exc: BaseException) -> tuple[str, str]:
+    """(counter label, words for the log) of a failed request."""
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return "timeout", str(exc) or "timed out"
+    if isinstance(exc, remoting.ProtocolError):
+        return "garbage", f"answered something that is not RocketMQ's protocol ({exc})"
+    if isinstance(exc, remoting.RemotingError):
+        return "refused", f"refused the request ({exc})"
+    if isinstance(exc, ConnectionRefusedError):
+        return "unreachable", "refused the connection (nothing listens there)"
+    if isinstance(exc, OSError):
+        return "unreachable", exc.strerror or str(exc) or type(exc).__name__
+    raise exc
+
+
+class Poller:
+    """Keeps a connection per NameServer and broker and polls them."""
+
+    def __init__(
+        self,
+        namesrvs: list[str],
+        counters: Counters,
+        timeout: float = 3.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.namesrvs = namesrvs
+        self.counters = counters
+        self.timeout = timeout
+        self.clock = clock
+        self._conns: dict[str, Connection] = {}
+        self._failing: dict[str, str] = {}  # target -> reason kind, while it fails
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+    def _conn(self, addr: str) -> Connection:
+        conn = self._conns.get(addr)
+        if conn is None:
+            conn = self._conns[addr] = Connection(addr, self.timeout)
+        return conn
+
+    def _failed(self, kind: str, addr: str, exc: BaseException, consequence: str) -> None:
+        label, words = _reason(exc)
+        self.counters.inc("routewatch_collect_errors_total", target=kind, reason=label)
+        if self._failing.get(addr) != label:
+            log.warning("%s %s %s; %s.", _title(kind), addr, words, consequence)
+        self._failing[addr] = label
+
+    def _answered(self, kind: str, addr: str) -> None:
+        if self._failing.pop(addr, None) is not None:
+            log.warning("%s %s answers again.", _title(kind), addr)
+
+    def failing(self, kind: str) -> int:
+        return sum(1 for a in self._failing if (a in self.namesrvs) == (kind == "namesrv"))
+
+    def poll(self, known: Callable[[str, DataVersion], bool]) -> Snapshot:
+        """One poll. ``known(addr, version)``: whether the table of the broker at ``addr`` at
+        ``version`` is already known (if every NameServer's version of a broker is known, its
+        topic table is not asked for)."""
+        snap = Snapshot()
+        self.counters.inc("routewatch_collect_polls_total")
+        for ns in self.namesrvs:
+            view = self._namesrv(ns)
+            if view is not None:
+                snap.namesrvs[ns] = view
+        listed: dict[str, BrokerKey] = {}
+        for view in snap.namesrvs.values():
+            for key, addr in view.brokers.items():
+                listed.setdefault(addr, key)
+        for addr, key in sorted(listed.items()):
+            broker = self._broker(addr, key)
+            if broker is None:
+                continue
+            snap.brokers[addr] = broker
+            versions = {v.versions.get(addr) for v in snap.namesrvs.values()}
+            if any(v is not None and not known(addr, v) for v in versions):
+                broker.table = self._table(addr, key)
+        for kind in ("namesrv", "broker"):
+            self.counters.set("routewatch_collect_targets_down", self.failing(kind), target=kind)
+        return snap
+
+    def _namesrv(self, ns: str) -> NamesrvView | None:
+        conn = self._conn(ns)
+        consequence = (
+            "writing nothing for it until it answers (the job expires its brokers there 120 s "
+            "after their last heartbeat)"
+        )
+        try:
+            self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+            body = conn.ask(remoting.GET_BROKER_CLUSTER_INFO, "the cluster list")
+            ts = int(self.clock() * 1000)
+            info = remoting.parse_cluster_info(body)
+            brokers: dict[BrokerKey, str] = {}
+            for clusters_name, names in info.clusters.items():
+                for name in names:
+                    data = info.brokers.get(name)
+                    if data is None:
+                        continue
+                    for broker_id, addr in data.addrs.items():
+                        brokers[(data.cluster or clusters_name, name, broker_id)] = addr
+            view = NamesrvView(ns, ts, brokers)
+            for (cluster, name, broker_id), addr in sorted(brokers.items()):
+                self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+                view.versions[addr] = remoting.namesrv_data_version(
+                    conn, cluster, name, broker_id, addr
+                )
+        except (OSError, remoting.RemotingError) as exc:
+            self._failed("namesrv", ns, exc, consequence)
+            return None
+        self._answered("namesrv", ns)
+        return view
+
+    def _broker(self, addr: str, key: BrokerKey) -> BrokerView | None:
+        consequence = (
+            f"while a NameServer lists it, {key[1]}'s heartbeats go on with what was last "
+            "known of it"
+        )
+        try:
+            self.counters.inc("routewatch_collect_requests_total", target="broker")
+            config = remoting.parse_properties(
+                self._conn(addr).ask(remoting.GET_BROKER_CONFIG, "the broker configuration")
+            )
+            auto = config.get("autoCreateTopicEnable")
+            queues = config.get("defaultTopicQueueNums", "")
+            if auto not in ("true", "false") or not queues.isdigit():
+                raise remoting.ProtocolError(
+                    f"its configuration has autoCreateTopicEnable={auto!r}, "
+                    f"defaultTopicQueueNums={queues!r}"
+                )
+        except (OSError, remoting.RemotingError) as exc:
+            self._failed("broker", addr, exc, consequence)
+            return None
+        self._answered("broker", addr)
+        return BrokerView(addr, auto == "true", int(queues))
+
+    def _table(self, addr: str, key: BrokerKey) -> TopicTable | None:
+        try:
+            self.counters.inc("routewatch_collect_requests_total", target="broker")
+            body = self._conn(addr).ask(remoting.GET_ALL_TOPIC_CONFIG, "the topic table")
+            return remoting.parse_topic_table(body)
+        except (OSError, remoting.RemotingError) as exc:
+            self._failed("broker", addr, exc, f"{key[1]}'s new topic table waits for the next poll")
+            return None
+
+
+def _title(kind: str) -> str:
+    return "NameServer" if kind == "namesrv" else "broker"

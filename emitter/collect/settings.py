@@ -1,0 +1,43 @@
+"""The collector's settings: the emitter's (sinks) plus its own, from ``ROUTEWATCH_*``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from emitter.settings import EmitterSettings
+
+__all__ = ["CollectSettings"]
+
+
+class CollectSettings(EmitterSettings):
+    """Built once, in the ``collect`` command."""
+
+    collect_namesrv: str = Field(
+        default="",
+        description="The NameServers to watch, host:port;host:port (--namesrv wins).",
+    )
+    collect_poll_interval_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds between two polls of every NameServer and broker.",
+    )
+    collect_heartbeat_interval_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=60,
+        description="Longest gap between two heartbeats written for a broker still listed by "
+        "a NameServer (RocketMQ's brokers register every 30 s; the job expires one after 120 s).",
+    )
+    collect_timeout_s: float = Field(
+        default=3.0, gt=0, description="How long one request may take before it counts as failed."
+    )
+    collect_metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="Port of the collector's own /metrics on 127.0.0.1 (0: none; the counters "
+        "are still logged).",
+    )
+    collect_log_interval_s: float = Field(
+        default=60.0, gt=0, description="Seconds between two log lines with the counters."
+    )
