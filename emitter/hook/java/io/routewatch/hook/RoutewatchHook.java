@@ -1,0 +1,446 @@
+package io.routewatch.hook;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader;
+import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeaderV2;
+import org.apache.rocketmq.common.protocol.header.namesrv.GetRouteInfoRequestHeader;
+import org.apache.rocketmq.common.protocol.route.BrokerData;
+import org.apache.rocketmq.common.protocol.route.QueueData;
+import org.apache.rocketmq.common.protocol.route.TopicRouteData;
+import org.apache.rocketmq.remoting.CommandCustomHeader;
+import org.apache.rocketmq.remoting.RPCHook;
+import org.apache.rocketmq.remoting.exception.RemotingConnectException;
+import org.apache.rocketmq.remoting.exception.RemotingTimeoutException;
+import org.apache.rocketmq.remoting.exception.RemotingTooMuchRequestException;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+
+/**
+ * The client's {@link RPCHook}: it sees every request that reaches the wire and its response, and
+ * turns route queries ({@code GET_ROUTEINFO_BY_TOPIC}, 105) into {@code route_pull} events and
+ * sends ({@code SEND_MESSAGE} 10, {@code SEND_MESSAGE_V2} 310, {@code SEND_BATCH_MESSAGE} 320)
+ * into {@code send} events of routewatch's contract, version 1 (docs/contract.md).
+ *
+ * <p>It cannot see what fails before a request leaves the client ("No route info of this topic",
+ * "No name server address" after "connect to null failed"), nor which topic a pull of the
+ * template topic is for: {@link RoutewatchProducer} tells it, around each send. Another hook of
+ * the application's (e.g. ACL's) is called first, unchanged. Nothing here throws into the client.
+ */
+public final class RoutewatchHook implements RPCHook {
+    static final int GET_ROUTEINFO_BY_TOPIC = 105;
+    static final int SEND_MESSAGE = 10;
+    static final int SEND_MESSAGE_V2 = 310;
+    static final int SEND_BATCH_MESSAGE = 320;
+    static final int TOPIC_NOT_EXIST = 17;
+    static final int MAX_PENDING = 4096;
+
+    private final RoutewatchConfig config;
+    private final RPCHook delegate;
+    private final SpoolWriter writer;
+    private final String run = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    private final ThreadLocal<SendContext> context = new ThreadLocal<>();
+    private final Map<String, String> brokerByAddr = new ConcurrentHashMap<>();
+    private final Map<Integer, Request> pending = Collections.synchronizedMap(
+        new LinkedHashMap<Integer, Request>(64, 0.75f, false) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Integer, Request> eldest) {
+                return size() > MAX_PENDING;  // requests never answered (timeouts, async)
+            }
+        });
+    private final AtomicLong unrepresentable = new AtomicLong();
+    private final AtomicLong internalErrors = new AtomicLong();
+    private volatile DefaultMQProducer producer;
+    private long seq;
+    private long lastTs;
+
+    public RoutewatchHook(RoutewatchConfig config, RPCHook delegate) {
+        this.config = config;
+        this.delegate = delegate;
+        this.writer = new SpoolWriter(config);
+    }
+
+    /** The producer whose settings (client id, group, createTopicKey, ...) the events carry. */
+    void bind(DefaultMQProducer producer) {
+        this.producer = producer;
+    }
+
+    public SpoolWriter writer() {
+        return writer;
+    }
+
+    /** The writer's counters, plus responses the contract has no name for and the hook's own errors. */
+    public Map<String, Long> stats() {
+        Map<String, Long> stats = writer.stats();
+        stats.put("unrepresentable", unrepresentable.get());
+        stats.put("internalErrors", internalErrors.get());
+        return stats;
+    }
+
+    @Override
+    public void doBeforeRequest(String remoteAddr, RemotingCommand request) {
+        if (delegate != null) {
+            delegate.doBeforeRequest(remoteAddr, request);
+        }
+        try {
+            observeRequest(remoteAddr, request);
+        } catch (RuntimeException | LinkageError e) {
+            internalErrors.incrementAndGet();
+        }
+    }
+
+    @Override
+    public void doAfterResponse(String remoteAddr, RemotingCommand request, RemotingCommand response) {
+        if (delegate != null) {
+            delegate.doAfterResponse(remoteAddr, request, response);
+        }
+        try {
+            observeResponse(remoteAddr, request, response);
+        } catch (RuntimeException | LinkageError e) {
+            internalErrors.incrementAndGet();
+        }
+    }
+
+    // --- what a request was, until its response ---
+
+    static final class Request {
+        final boolean pull;
+        final String topic;          // the topic wanted (for a template pull, not the template)
+        final boolean viaDefault;
+        final String addr;           // a send's broker address (null for a NameServer)
+        final String group;
+        final String defaultTopic;
+        final Integer defaultTopicQueueNums;
+        final Integer queueId;
+        int opaque;
+        volatile boolean answered;
+
+        Request(boolean pull, String topic, boolean viaDefault, String addr, String group,
+                String defaultTopic, Integer defaultTopicQueueNums, Integer queueId) {
+            this.pull = pull;
+            this.topic = topic;
+            this.viaDefault = viaDefault;
+            this.addr = addr;
+            this.group = group;
+            this.defaultTopic = defaultTopic;
+            this.defaultTopicQueueNums = defaultTopicQueueNums;
+            this.queueId = queueId;
+        }
+    }
+
+    /** One send of the application's, from its start to its outcome, on its own thread. */
+    static final class SendContext {
+        final String topic;
+        final List<Request> requests = new ArrayList<>();
+
+        SendContext(String topic) {
+            this.topic = topic;
+        }
+    }
+
+    private void observeRequest(String addr, RemotingCommand request) {
+        int code = request.getCode();
+        if (code == GET_ROUTEINFO_BY_TOPIC) {
+            CommandCustomHeader header = request.readCustomHeader();
+            String topic = header instanceof GetRouteInfoRequestHeader
+                ? ((GetRouteInfoRequestHeader) header).getTopic()
+                : ext(request, "topic");
+            if (topic == null) {
+                return;
+            }
+            SendContext send = context.get();
+            String key = createTopicKey();
+            boolean viaDefault = send != null && topic.equals(key) && !send.topic.equals(key);
+            // Inside a send, a pull of the template topic is the client's fallback for the topic
+            // it sends to (DefaultMQProducerImpl.tryToFindTopicPublishInfo).
+            track(request, send, new Request(true, viaDefault ? send.topic : topic, viaDefault, null,
+                null, null, null, null));
+        } else if (code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE) {
+            if (request.isOnewayRPC()) {
+                return;  // no response will come: its outcome is unknown
+            }
+            CommandCustomHeader header = request.readCustomHeader();
+            Request send;
+            if (header instanceof SendMessageRequestHeaderV2) {
+                SendMessageRequestHeaderV2 h = (SendMessageRequestHeaderV2) header;
+                send = new Request(false, h.getB(), false, addr, h.getA(), h.getC(), h.getD(), h.getE());
+            } else if (header instanceof SendMessageRequestHeader) {
+                SendMessageRequestHeader h = (SendMessageRequestHeader) header;
+                send = new Request(false, h.getTopic(), false, addr, h.getProducerGroup(), h.getDefaultTopic(),
+                    h.getDefaultTopicQueueNums(), h.getQueueId());
+            } else {
+                return;
+            }
+            track(request, context.get(), send);
+        }
+    }
+
+    private void track(RemotingCommand request, SendContext send, Request r) {
+        r.opaque = request.getOpaque();
+        pending.put(r.opaque, r);
+        if (send != null) {
+            send.requests.add(r);
+        }
+    }
+
+    private void observeResponse(String addr, RemotingCommand request, RemotingCommand response) {
+        Request r = pending.remove(request.getOpaque());
+        if (r == null || response == null) {
+            return;
+        }
+        r.answered = true;
+        if (r.pull) {
+            pulled(r, addr, response);
+        } else {
+            sent(r, addr, response);
+        }
+    }
+
+    private void pulled(Request r, String namesrv, RemotingCommand response) {
+        String result;
+        List<QueueData> queues = Collections.emptyList();
+        if (response.getCode() == 0) {
+            TopicRouteData route = TopicRouteData.decode(response.getBody(), TopicRouteData.class);
+            for (BrokerData broker : route.getBrokerDatas()) {
+                for (String brokerAddr : broker.getBrokerAddrs().values()) {
+                    brokerByAddr.put(brokerAddr, broker.getBrokerName());
+                }
+            }
+            queues = route.getQueueDatas();
+            result = "SUCCESS";
+        } else if (response.getCode() == TOPIC_NOT_EXIST) {
+            result = "TOPIC_NOT_EXIST";
+        } else {
+            unrepresentable.incrementAndGet();  // e.g. SYSTEM_ERROR: the contract names no such result
+            return;
+        }
+        int clientDefault = defaultTopicQueueNums();
+        StringBuilder e = routePull(r.topic, namesrv, result);
+        e.append(",\"queues\":[");
+        for (int i = 0; i < queues.size(); i++) {
+            QueueData q = queues.get(i);
+            // The client's fallback route takes min(its defaultTopicQueueNums, the template's read
+            // queues) for both counts (MQClientInstance.updateTopicRouteInfoFromNameServer).
+            int read = r.viaDefault ? Math.min(clientDefault, q.getReadQueueNums()) : q.getReadQueueNums();
+            int write = r.viaDefault ? read : q.getWriteQueueNums();
+            e.append(i == 0 ? "{" : ",{").append("\"broker\":");
+            Json.string(e, q.getBrokerName());
+            Json.field(e, "read_queue_nums", read);
+            Json.field(e, "write_queue_nums", write);
+            Json.field(e, "perm", q.getPerm());
+            e.append('}');
+        }
+        e.append(']');
+        producerFields(e, r.viaDefault);
+        emit(e);
+    }
+
+    private void sent(Request r, String addr, RemotingCommand response) {
+        String status = sendStatus(response.getCode());
+        if (status == null) {
+            unrepresentable.incrementAndGet();  // e.g. NO_PERMISSION (16): not in the contract
+            return;
+        }
+        Integer queueId = r.queueId;
+        String answered = ext(response, "queueId");
+        if (response.getCode() == 0 && answered != null) {
+            try {
+                queueId = Integer.valueOf(answered);
+            } catch (NumberFormatException ignored) {
+                // keep the queue the request named
+            }
+        }
+        emit(send(r.topic, r.group, broker(r.addr != null ? r.addr : addr), queueId, r.defaultTopic,
+            r.defaultTopicQueueNums, status));
+    }
+
+    static String sendStatus(int code) {
+        switch (code) {
+            case 0:
+                return "SEND_OK";
+            case 10:
+                return "FLUSH_DISK_TIMEOUT";
+            case 11:
+                return "SLAVE_NOT_AVAILABLE";
+            case 12:
+                return "FLUSH_SLAVE_TIMEOUT";
+            case TOPIC_NOT_EXIST:
+                return "TOPIC_NOT_EXIST";
+            default:
+                return null;
+        }
+    }
+
+    // --- what RoutewatchProducer tells it ---
+
+    /** A send of the application's begins on this thread; null if one already runs (nested). */
+    SendContext beginSend(String topic) {
+        if (context.get() != null || topic == null) {
+            return null;
+        }
+        SendContext send = new SendContext(topic);
+        context.set(send);
+        return send;
+    }
+
+    /** The send ended; {@code failure} is what it threw, or null. Never throws. */
+    void endSend(SendContext send, Throwable failure) {
+        if (send == null) {
+            return;
+        }
+        context.remove();
+        try {
+            for (Request r : send.requests) {
+                pending.remove(r.opaque, r);
+            }
+            if (failure != null) {
+                failed(send, failure);
+            }
+        } catch (RuntimeException | LinkageError e) {
+            internalErrors.incrementAndGet();
+        }
+    }
+
+    /** A send (or an asynchronous one, through its callback) failed before or on the wire. */
+    void failed(SendContext send, Throwable failure) {
+        String topic = send.topic;
+        String message = failure.getMessage() == null ? "" : failure.getMessage();
+        int code = failure instanceof MQClientException ? ((MQClientException) failure).getResponseCode() : -1;
+        if (code == 10004 || message.startsWith("No name server address") || connectToNull(failure)) {
+            // The client has no NameServer address: its route request failed with "connect to
+            // null failed" before leaving it. RocketMQ 4.9.8 throws that on the send
+            // (IllegalStateException wrapping RemotingConnectException); clients that catch it
+            // throw "No name server address" (NO_NAME_SERVER_EXCEPTION) instead.
+            StringBuilder pull = routePull(topic, null, "NO_NAMESRV").append(",\"queues\":[]");
+            emit(producerFields(pull, false));
+            emit(send(topic, group(), null, null, createTopicKey(), defaultTopicQueueNums(), "NO_NAMESRV"));
+        } else if (code == 10005 || message.startsWith("No route info")) {
+            // NOT_FOUND_TOPIC_EXCEPTION: neither the topic's route nor the template's gave a broker.
+            emit(send(topic, group(), null, null, createTopicKey(), defaultTopicQueueNums(), "NO_ROUTE_INFO"));
+        } else if (timedOut(failure)) {
+            for (Request r : send.requests) {
+                if (!r.pull && !r.answered) {
+                    emit(send(r.topic, r.group, broker(r.addr), r.queueId, r.defaultTopic,
+                        r.defaultTopicQueueNums, "TIMEOUT"));
+                }
+            }
+        }
+    }
+
+    /** "connect to null failed": a request for a NameServer when the client has none. */
+    private boolean connectToNull(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof RemotingConnectException && String.valueOf(t.getMessage()).contains("connect to null")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean timedOut(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof RemotingTimeoutException || t instanceof RemotingTooMuchRequestException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // --- the events ---
+
+    private StringBuilder envelope(String type) {
+        long ts;
+        long n;
+        synchronized (this) {  // ts never goes back within this source, seq always goes up
+            ts = Math.max(System.currentTimeMillis(), lastTs);
+            lastTs = ts;
+            n = ++seq;
+        }
+        String client = clientId();
+        StringBuilder e = new StringBuilder(384);
+        e.append("{\"v\":1,\"type\":\"").append(type).append("\",\"ts\":").append(ts);
+        Json.field(e, "cluster", config.cluster);
+        Json.field(e, "event_id", client + "-" + run + "-" + n);
+        Json.field(e, "seq", n);
+        Json.field(e, "client_id", client);
+        return e;
+    }
+
+    private StringBuilder routePull(String topic, String namesrv, String result) {
+        StringBuilder e = envelope("route_pull");
+        Json.field(e, "group", group());
+        Json.field(e, "role", "producer");
+        Json.field(e, "namesrv", namesrv);
+        Json.field(e, "topic", topic);
+        Json.field(e, "result", result);
+        return e;
+    }
+
+    private StringBuilder producerFields(StringBuilder e, boolean viaDefault) {
+        Json.field(e, "via_default", viaDefault);
+        Json.field(e, "create_topic_key", createTopicKey());
+        return Json.field(e, "client_default_topic_queue_nums", (long) defaultTopicQueueNums());
+    }
+
+    private StringBuilder send(String topic, String group, String broker, Integer queueId, String defaultTopic,
+            Integer defaultTopicQueueNums, String status) {
+        StringBuilder e = envelope("send");
+        Json.field(e, "group", group != null ? group : group());
+        Json.field(e, "topic", topic);
+        Json.field(e, "broker", broker);
+        Json.field(e, "queue_id", broker == null ? null : queueId);
+        Json.field(e, "default_topic", defaultTopic != null ? defaultTopic : createTopicKey());
+        Json.field(e, "default_topic_queue_nums",
+            (long) (defaultTopicQueueNums != null ? defaultTopicQueueNums : defaultTopicQueueNums()));
+        return Json.field(e, "status", status);
+    }
+
+    private void emit(StringBuilder event) {
+        writer.offer(event.append('}').toString());
+    }
+
+    // --- the producer's settings, read when an event is written ---
+
+    private String broker(String addr) {
+        return addr == null ? null : brokerByAddr.get(addr);
+    }
+
+    private String clientId() {
+        DefaultMQProducer p = producer;
+        if (p == null) {
+            return "unknown";
+        }
+        try {
+            return p.getDefaultMQProducerImpl().getmQClientFactory().getClientId();
+        } catch (RuntimeException e) {  // not started yet
+            return p.buildMQClientId();
+        }
+    }
+
+    private String group() {
+        DefaultMQProducer p = producer;
+        return p == null ? "unknown" : p.getProducerGroup();
+    }
+
+    private String createTopicKey() {
+        DefaultMQProducer p = producer;
+        return p == null ? "TBW102" : p.getCreateTopicKey();
+    }
+
+    private int defaultTopicQueueNums() {
+        DefaultMQProducer p = producer;
+        return p == null ? 4 : p.getDefaultTopicQueueNums();
+    }
+
+    private static String ext(RemotingCommand command, String name) {
+        Map<String, String> fields = command.getExtFields();
+        return fields == null ? null : fields.get(name);
+    }
+}
