@@ -1,18 +1,19 @@
 """The real RocketMQ Java client (``DefaultMQProducer``) driven by a script, for tests.
 
 ``tests/support/java/RouteDriver.java`` is compiled on first use with the JDK's ``javac`` against
-the distribution's ``lib/*`` into ``.cache/route-driver/<digest>/`` (ignored by git; a changed
-source or distribution gets a new digest). It runs either a whole script (:func:`play`) or one
-command at a time (:class:`RouteDriver`, a context manager), so that a test can look at the
-NameServers between two sends of the same producer. Each send's outcome is one
-:class:`SendOutcome`. A producer without a NameServer address looks it up at
+the distribution's ``lib/*`` and the client hook library (``emitter/hook``, built by
+:func:`emitter.hook.build.build`) into ``.cache/route-driver/<digest>/`` (ignored by git; a
+changed source or distribution gets a new digest; :mod:`routewatch.testing.java` compiles). A
+producer may run with the hook library installed (:class:`HookSpec`). It runs either a whole
+script (:func:`play`) or one command at a time (:class:`RouteDriver`, a context manager), so
+that a test can look at the NameServers between two sends of the same producer. Each send's
+outcome is one :class:`SendOutcome`. A producer without a NameServer address looks it up at
 ``http://127.0.0.1:1/rocketmq/nsaddr`` (a closed loopback port), never at RocketMQ's outside host.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import queue
@@ -20,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +28,13 @@ from typing import IO, Any
 
 import pytest
 
+from emitter.hook.build import build as build_hook
+from routewatch.testing.java import compile_cached, javac
 from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import (
     JAVA17_OPTS,
     QUICK_JIT,
     RocketMQCluster,
-    RocketMQNotFoundError,
     java_env,
     rocketmq_home,
 )
@@ -45,6 +46,7 @@ HEAP = ("-Xmx128m",)
 
 __all__ = [
     "DriverError",
+    "HookSpec",
     "ProducerSpec",
     "RouteDriver",
     "SendOutcome",
@@ -59,51 +61,23 @@ class DriverError(RuntimeError):
     """The driver could not run a command (it printed an ``error`` line) or exited."""
 
 
-def javac(source: Path, into: Path, home: Path | None = None) -> None:
-    """Compile ``source`` against the distribution's jars into the directory ``into``, as
-    ``javac -cp '<rocketmq>/lib/*'`` (e.g. a client hook for the driver's class path)."""
-    home = home or rocketmq_home()
-    compiler = shutil.which("javac")
-    if compiler is None:
-        raise RocketMQNotFoundError("The RocketMQ client driver needs `javac`: install a JDK 17.")
-    jars = str(home / "lib" / "*")
-    result = subprocess.run(
-        [compiler, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(into), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"javac could not compile {source}:\n{result.stdout}{result.stderr}")
-
-
 def compile_driver(home: Path | None = None) -> Path:
-    """The directory of the compiled driver for the distribution ``home``, compiled if needed."""
+    """The directory of the compiled driver for the distribution ``home``, compiled if needed
+    (against the client hook library, which is on its class path)."""
     home = home or rocketmq_home()
-    digest = hashlib.sha256(SOURCE.read_bytes())
-    for jar in sorted((home / "lib").glob("*.jar")):
-        digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
-    classes = CACHE / digest.hexdigest()[:16]
-    if (classes / f"{MAIN}.class").is_file():
-        return classes
-    CACHE.mkdir(parents=True, exist_ok=True)
-    building = CACHE / f".building-{uuid.uuid4().hex}"
-    try:
-        javac(SOURCE, building, home)
-        building.rename(classes)
-    except OSError:  # another process got there first
-        pass
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-    return classes
+    return compile_cached([SOURCE], CACHE, f"{MAIN}.class", home, [build_hook(home)])
 
 
 def _command(
     home: Path, workdir: Path, classpath: Iterable[Path], system_properties: Mapping[str, str]
 ) -> list[str]:
     java = shutil.which("java") or "java"
-    entries = [str(compile_driver(home)), str(home / "lib" / "*"), *map(str, classpath)]
+    entries = [
+        str(compile_driver(home)),
+        str(build_hook(home)),
+        str(home / "lib" / "*"),
+        *map(str, classpath),
+    ]
     return [
         java,
         *HEAP,
@@ -118,12 +92,35 @@ def _command(
 
 
 @dataclass(frozen=True)
+class HookSpec:
+    """The client hook library installed in a producer (docs/hook.md): the producer is a
+    ``RoutewatchProducer`` writing its events into ``spool_dir`` for ``cluster``."""
+
+    spool_dir: Path
+    cluster: str
+    queue_capacity: int | None = None
+    roll_events: int | None = None
+    roll_interval_ms: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        fields = {
+            "spoolDir": str(self.spool_dir),
+            "cluster": self.cluster,
+            "queueCapacity": self.queue_capacity,
+            "rollEvents": self.roll_events,
+            "rollIntervalMs": self.roll_interval_ms,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class ProducerSpec:
     """A producer of a script and its client settings (None: the client's default).
 
     ``namesrv_addr`` None means no NameServer address at all. ``rpc_hook`` names a class
     implementing ``org.apache.rocketmq.remoting.RPCHook`` (with a no-argument constructor) on the
-    driver's class path.
+    driver's class path. ``routewatch`` installs the client hook library: the producer is then
+    built by the library's one-line install, ``new RoutewatchProducer(group, rpcHook, config)``.
     """
 
     name: str
@@ -135,6 +132,7 @@ class ProducerSpec:
     send_msg_timeout_ms: int | None = None
     retry_times_when_send_failed: int | None = None
     rpc_hook: str | None = None
+    routewatch: HookSpec | None = None
 
     def to_json(self) -> dict[str, Any]:
         fields = {
@@ -146,6 +144,7 @@ class ProducerSpec:
             "sendMsgTimeout": self.send_msg_timeout_ms,
             "retryTimesWhenSendFailed": self.retry_times_when_send_failed,
             "rpcHook": self.rpc_hook,
+            "routewatch": None if self.routewatch is None else self.routewatch.to_json(),
         }
         spec: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
         spec["namesrvAddr"] = self.namesrv_addr
@@ -367,6 +366,13 @@ class RouteDriver:
 
     def shutdown(self, producer: str) -> None:
         self.command({"shutdown": producer})
+
+    def hook_stats(self, producer: str, flush_ms: int = 0) -> dict[str, Any]:
+        """A producer's hook counters (``accepted``, ``written``, ``dropped``,
+        ``droppedQueueFull``, ``droppedUnwritable``, ``files``, ``unrepresentable``, ...), after
+        publishing what it has queued, waiting up to ``flush_ms`` (0: no flush)."""
+        (event,) = self.command({"hookStats": {"producer": producer, "flushMs": flush_ms}})
+        return dict(event["stats"])
 
 
 def module_driver(*producers: Callable[[RocketMQCluster], ProducerSpec]) -> Any:

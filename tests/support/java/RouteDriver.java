@@ -10,26 +10,35 @@
  * A script: {"producers": [PRODUCER...], "steps": [COMMAND...]}. The commands:
  *   {"producer": {"name", "group", "namesrvAddr" (absent or null: none), "createTopicKey",
  *                 "defaultTopicQueueNums", "pollNameServerInterval", "sendMsgTimeout",
- *                 "retryTimesWhenSendFailed", "vipChannelEnabled", "rpcHook" (a class name)}}
+ *                 "retryTimesWhenSendFailed", "vipChannelEnabled", "rpcHook" (a class name),
+ *                 "routewatch": {"spoolDir", "cluster", "queueCapacity", "rollEvents",
+ *                                "rollIntervalMs"} (absent: no hook library)}}
  *   {"send": {"producer", "topic", "count" (1), "spacingMs" (0), "tag", "body"}}
  *   {"wait": MILLISECONDS}
  *   {"route": {"producer", "topic"}}         the producer's cached route of the topic
  *   {"refresh": {"producer", "topic"}}       the producer refreshes that route from its NameServer
  *   {"shutdown": PRODUCER}
+ *   {"hookStats": {"producer", "flushMs" (0)}}  the hook library's counters, after a flush
  * Output lines ("event"): "started" (a producer), "send" (one per message: status, broker,
  * queueId, msgId; or exception, message, responseCode and the causes), "route", "refresh",
- * "shutdown", "error" (a command that could not run), "done" (interactive mode only).
+ * "shutdown", "hookStats", "error" (a command that could not run), "done" (interactive mode only).
  *
  * A producer with no NameServer address looks it up over HTTP at MixAll.getWSAddr():
  * http://<rocketmq.namesrv.domain>/rocketmq/<rocketmq.namesrv.domain.subgroup> when the domain has
  * a port, else on port 8080 of it; the default domain is an outside host (jmenv.tbsite.net). The
  * driver sets the domain to 127.0.0.1:1 (a closed loopback port) unless the JVM was given one, so
  * nothing leaves the machine.
+ *
+ * A producer with "routewatch" is built by the client hook library's one-line install
+ * (emitter/hook/java: new RoutewatchProducer(group, rpcHook, config)), which is on the driver's
+ * class path; it writes route_pull and send events into the spool directory given.
  */
 
 import com.alibaba.fastjson.JSON;
 import com.alibaba.fastjson.JSONArray;
 import com.alibaba.fastjson.JSONObject;
+import io.routewatch.hook.RoutewatchConfig;
+import io.routewatch.hook.RoutewatchProducer;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -139,6 +148,8 @@ public final class RouteDriver {
                 route(command.getJSONObject("route"));
             } else if (command.containsKey("refresh")) {
                 refresh(command.getJSONObject("refresh"));
+            } else if (command.containsKey("hookStats")) {
+                hookStats(command.getJSONObject("hookStats"));
             } else if (command.containsKey("shutdown")) {
                 String name = command.getString("shutdown");
                 producer(name).shutdown();
@@ -176,7 +187,26 @@ public final class RouteDriver {
             }
             hook = (RPCHook) cls.getDeclaredConstructor().newInstance();
         }
-        DefaultMQProducer producer = hook == null ? new DefaultMQProducer(group) : new DefaultMQProducer(group, hook);
+        JSONObject routewatch = spec.getJSONObject("routewatch");
+        DefaultMQProducer producer;
+        if (routewatch != null) {
+            RoutewatchConfig config = new RoutewatchConfig(
+                routewatch.getString("cluster"), Paths.get(routewatch.getString("spoolDir")));
+            if (routewatch.containsKey("queueCapacity")) {
+                config = config.withQueueCapacity(routewatch.getIntValue("queueCapacity"));
+            }
+            if (routewatch.containsKey("rollEvents") || routewatch.containsKey("rollIntervalMs")) {
+                config = config.withRoll(
+                    routewatch.containsKey("rollEvents") ? routewatch.getIntValue("rollEvents")
+                        : RoutewatchConfig.DEFAULT_ROLL_EVENTS,
+                    routewatch.containsKey("rollIntervalMs") ? routewatch.getLongValue("rollIntervalMs")
+                        : RoutewatchConfig.DEFAULT_ROLL_INTERVAL_MS);
+            }
+            // The library's one-line install (the application's own hook, if any, is kept).
+            producer = new RoutewatchProducer(group, hook, config);
+        } else {
+            producer = hook == null ? new DefaultMQProducer(group) : new DefaultMQProducer(group, hook);
+        }
         // Each producer its own client instance (its own route table), named after it.
         producer.setInstanceName(name);
         producer.setClientIP("127.0.0.1");
@@ -209,6 +239,26 @@ public final class RouteDriver {
         e.put("defaultTopicQueueNums", producer.getDefaultTopicQueueNums());
         e.put("pollNameServerInterval", producer.getPollNameServerInterval());
         e.put("rpcHook", hook == null ? null : hook.getClass().getName());
+        e.put("routewatch", producer instanceof RoutewatchProducer);
+        e.put("clientId", producer.getDefaultMQProducerImpl().getmQClientFactory().getClientId());
+        emit(e);
+    }
+
+    void hookStats(JSONObject spec) {
+        String name = spec.getString("producer");
+        DefaultMQProducer producer = producer(name);
+        if (!(producer instanceof RoutewatchProducer)) {
+            throw new IllegalArgumentException("the producer " + name + " has no routewatch hook");
+        }
+        RoutewatchProducer hooked = (RoutewatchProducer) producer;
+        long flush = spec.getLongValue("flushMs");
+        if (flush > 0) {
+            hooked.routewatchHook().writer().flush(flush);
+        }
+        JSONObject e = event("hookStats");
+        e.put("producer", name);
+        e.put("stats", new JSONObject(new LinkedHashMap<String, Object>(hooked.routewatchStats())));
+        e.put("lastError", hooked.routewatchHook().writer().lastError());
         emit(e);
     }
 
