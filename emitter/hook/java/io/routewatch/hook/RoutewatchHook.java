@@ -9,6 +9,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader;
 import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeaderV2;
@@ -58,6 +59,7 @@ public final class RoutewatchHook implements RPCHook {
     private final AtomicLong unrepresentable = new AtomicLong();
     private final AtomicLong internalErrors = new AtomicLong();
     private volatile DefaultMQProducer producer;
+    private volatile String clientId;
     private long seq;
     private long lastTs;
 
@@ -413,15 +415,21 @@ public final class RoutewatchHook implements RPCHook {
     }
 
     private String clientId() {
+        String id = clientId;
+        if (id != null) {
+            return id;
+        }
         DefaultMQProducer p = producer;
         if (p == null) {
             return "unknown";
         }
-        try {
-            return p.getDefaultMQProducerImpl().getmQClientFactory().getClientId();
-        } catch (RuntimeException e) {  // not started yet
+        MQClientInstance instance = p.getDefaultMQProducerImpl().getmQClientFactory();
+        if (instance == null) {  // not started yet: the id it will take
             return p.buildMQClientId();
         }
+        id = instance.getClientId();
+        clientId = id;  // fixed once the producer started
+        return id;
     }
 
     private String group() {
