@@ -1,0 +1,382 @@
+"""The client hook library (``emitter/hook/java``, docs/hook.md) on a real RocketMQ 4.9.8.
+
+One NameServer, two brokers with ``autoCreateTopicEnable=false``, producers of the real Java
+client built by the library's one-line install (``new RoutewatchProducer(group, hook, config)``)
+through the driver, each writing into a spool directory of its own. Every line the library
+publishes must be a contract event (``routewatch.codec.parse``), and say what the client saw:
+
+- a topic made by hand: a ``route_pull`` per route query with the NameServer's route, a ``send``
+  per message with the broker, queue and status the client returned;
+- a topic nobody made (auto-creation off): the pulls of the topic and of its template
+  (``via_default``) answered ``TOPIC_NOT_EXIST``, then the send ``NO_ROUTE_INFO``, which the hook
+  alone cannot see;
+- no NameServer address ("connect to null failed"): a ``NO_NAMESRV`` pull and send;
+- a template that lacks the inherit bit (a ``createTopicKey`` naming a topic made by hand): the
+  broker refuses the send, ``TOPIC_NOT_EXIST`` with that broker;
+- a template that has it (the topic named after the cluster): the fallback pull, with the
+  client's 4 queues per broker, and the send it auto-creates;
+- the spool unwritable: every send as fast and as successful, every event dropped and counted;
+- the job's evaluation of the spools (``routewatch evaluate``): ``NO_ROUTE_INFO`` with its causes
+  ``NO_NAMESRV`` and ``AUTO_CREATE_DISABLED`` (with the brokers' registrations), and
+  ``SEND_REJECTED`` naming the brokers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from routewatch.codec import encode, parse
+from routewatch.events import Heartbeat, TopicConfig
+from routewatch.testing.processes import wait_for
+from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from routewatch.validation import BadInput
+from tests.support.rocketmq import module_cluster
+from tests.support.route_driver import HookSpec, ProducerSpec, RouteDriver, SendOutcome
+
+pytestmark = pytest.mark.rocketmq
+
+CLUSTER = "HookCluster"
+BROKERS = ("broker-a", "broker-b")
+SPEC = ClusterSpec(
+    namesrvs=("ns1",),
+    brokers=tuple(BrokerSpec(b, CLUSTER, auto_create_topic=False) for b in BROKERS),
+)
+HOURLY = 3_600_000
+TOPIC_NOT_EXIST = 17
+NOT_FOUND_TOPIC_EXCEPTION = 10005
+SPOOL_NAME = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}-\d{8}\.jsonl$")
+
+cluster = module_cluster(SPEC)
+
+
+@pytest.fixture(scope="module")
+def driver(cluster: RocketMQCluster) -> Iterator[RouteDriver]:
+    with RouteDriver(cluster.workdir / "hook-driver") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def spools(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of every producer's spool, for the evaluation at the end."""
+    return tmp_path_factory.mktemp("spools")
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _hooked(
+    driver: RouteDriver, spools: Path, name: str, namesrv: str | None, **settings: Any
+) -> dict[str, Any]:
+    """Start a producer with the library installed, writing into ``spools/<name>``."""
+    hook = HookSpec(spool_dir=spools / name, cluster=CLUSTER, roll_interval_ms=200)
+    started = driver.producer(ProducerSpec(name, namesrv, routewatch=hook, **settings))
+    assert started["routewatch"] is True
+    return started
+
+
+def _events(driver: RouteDriver, spools: Path, name: str) -> list[dict[str, Any]]:
+    """Every event the producer's library published so far (after a flush), each parsed as the
+    job parses it; fails on a line that is not a contract event or a file not named as the
+    spool source expects."""
+    published: dict[str, Any] = {}
+
+    def settled() -> bool:  # the client's own refresh may add events at any time
+        published.update(driver.hook_stats(name, flush_ms=2_000))
+        return bool(published["written"] == published["accepted"])
+
+    wait_for(settled, 20, f"producer {name}'s events published")
+    assert published["dropped"] == 0, published
+    assert published["unrepresentable"] == 0 and published["internalErrors"] == 0, published
+    spool = spools / name
+    files = sorted(spool.iterdir(), key=lambda p: (p.stat().st_mtime_ns, p.name))
+    assert all(SPOOL_NAME.match(p.name) for p in files), [p.name for p in files]
+    events = []
+    for path in files:
+        for line in path.read_bytes().splitlines():
+            event = parse(line)
+            assert not isinstance(event, BadInput), (line, event)
+            events.append(event)
+    assert len(events) >= published["written"]
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    return events
+
+
+def _of(events: list[dict[str, Any]], kind: str, topic: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind and e["topic"] == topic]
+
+
+def _broker_of(cluster: RocketMQCluster, addr: str | None) -> str | None:
+    return next((b for b in BROKERS if cluster.broker(b).addr == addr), None)
+
+
+def test_pulls_and_sends_of_a_topic_made_by_hand(
+    cluster: RocketMQCluster, driver: RouteDriver, spools: Path
+) -> None:
+    topic = _topic("Hooked")
+    cluster.update_topic(topic, cluster=CLUSTER, read_queues=4, write_queues=4)
+    started = _hooked(driver, spools, "made", cluster.namesrv_addr())
+    outcomes = driver.send("made", topic, count=6)
+    assert all(o.ok for o in outcomes), outcomes
+
+    events = _events(driver, spools, "made")
+    for e in events:
+        assert e["cluster"] == CLUSTER and e["client_id"] == started["clientId"]
+        assert e["group"] == started["group"]
+    # The first send asked the NameServer for the topic's route: the route it answered.
+    pulls = _of(events, "route_pull", topic)
+    assert pulls, events
+    route = cluster.route(topic)
+    assert route is not None
+    for pull in pulls:
+        assert pull["role"] == "producer" and pull["namesrv"] == cluster.namesrv_addr()
+        assert (pull["result"], pull["via_default"]) == ("SUCCESS", False)
+        assert pull["create_topic_key"] == "TBW102"
+        assert pull["client_default_topic_queue_nums"] == 4
+        assert sorted(
+            (q["broker"], q["read_queue_nums"], q["write_queue_nums"], q["perm"])
+            for q in pull["queues"]
+        ) == sorted((q.broker, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queues)
+    # One send event per message, in order, as the client returned it.
+    sends = _of(events, "send", topic)
+    assert [(s["status"], s["broker"], s["queue_id"]) for s in sends] == [
+        (o.status, o.broker, o.queue_id) for o in outcomes
+    ]
+    assert all((s["default_topic"], s["default_topic_queue_nums"]) == ("TBW102", 4) for s in sends)
+    assert all("auto_created" not in s for s in sends)
+    # The pull came before the first send.
+    assert events.index(pulls[0]) < events.index(sends[0])
+    # Published atomically: no hidden file is left behind.
+    assert not [p for p in (spools / "made").iterdir() if p.name.startswith(".")]
+
+
+def test_a_topic_nobody_made_is_no_route_info(
+    cluster: RocketMQCluster, driver: RouteDriver, spools: Path
+) -> None:
+    _hooked(driver, spools, "absent", cluster.namesrv_addr(), poll_name_server_interval_ms=HOURLY)
+    topic = _topic("Absent")
+    (outcome,) = driver.send("absent", topic)
+    assert outcome.exception == "org.apache.rocketmq.client.exception.MQClientException"
+    assert str(outcome.message).startswith(f"No route info of this topic: {topic}")
+    assert outcome.response_code == NOT_FOUND_TOPIC_EXCEPTION
+
+    events = _events(driver, spools, "absent")
+    pulls = _of(events, "route_pull", topic)
+    # The topic's own route, then the template's for it: neither exists (auto-creation is off,
+    # so no broker has TBW102). The client's periodic refresh, which may run at any time, can
+    # have asked for the topic's own route once more.
+    own = [(p["result"], p["queues"]) for p in pulls if not p["via_default"]]
+    fallback = [(p["result"], p["queues"]) for p in pulls if p["via_default"]]
+    assert own and set(map(str, own)) == {str(("TOPIC_NOT_EXIST", []))}, pulls
+    assert fallback == [("TOPIC_NOT_EXIST", [])], pulls
+    assert not pulls[0]["via_default"]
+    assert {p["namesrv"] for p in pulls} == {cluster.namesrv_addr()}
+    (send,) = _of(events, "send", topic)
+    assert (send["status"], send["broker"], send["queue_id"]) == ("NO_ROUTE_INFO", None, None)
+    assert (send["default_topic"], send["default_topic_queue_nums"]) == ("TBW102", 4)
+    (template_pull,) = [p for p in pulls if p["via_default"]]
+    assert events.index(pulls[0]) < events.index(template_pull) < events.index(send)
+
+
+def test_no_namesrv_address_is_no_namesrv(driver: RouteDriver, spools: Path) -> None:
+    _hooked(driver, spools, "nowhere", None)
+    topic = _topic("Nowhere")
+    (outcome,) = driver.send("nowhere", topic)
+    # What the client throws (experiment 4): no request ever left it.
+    assert outcome.exception == "java.lang.IllegalStateException"
+    assert str(outcome.message).endswith("RemotingConnectException: connect to null failed")
+
+    events = _events(driver, spools, "nowhere")
+    (pull,) = _of(events, "route_pull", topic)
+    assert (pull["namesrv"], pull["result"], pull["queues"], pull["via_default"]) == (
+        None,
+        "NO_NAMESRV",
+        [],
+        False,
+    )
+    (send,) = _of(events, "send", topic)
+    assert (send["status"], send["broker"], send["queue_id"]) == ("NO_NAMESRV", None, None)
+    assert events.index(pull) < events.index(send)
+
+
+def test_a_template_without_inherit_is_refused_by_the_broker(
+    cluster: RocketMQCluster, driver: RouteDriver, spools: Path
+) -> None:
+    # createTopicKey names a topic made by hand (perm 6, no inherit bit): the client takes its
+    # route as the template, the broker refuses to create the topic from it.
+    key = _topic("Plain")
+    cluster.update_topic(key, cluster=CLUSTER, read_queues=2, write_queues=2)
+    _hooked(
+        driver,
+        spools,
+        "refused",
+        cluster.namesrv_addr(),
+        create_topic_key=key,
+        poll_name_server_interval_ms=HOURLY,
+        retry_times_when_send_failed=0,
+    )
+    topic = _topic("Refused")
+    outcomes = driver.send("refused", topic, count=2)
+
+    events = _events(driver, spools, "refused")
+    sends = _of(events, "send", topic)
+    expected: list[tuple[str, str | None, int | None]] = []
+    for outcome in outcomes:
+        assert outcome.response_code == TOPIC_NOT_EXIST, outcome
+        (cause,) = outcome.causes
+        assert cause["responseCode"] == TOPIC_NOT_EXIST
+        expected.append(("TOPIC_NOT_EXIST", _broker_of(cluster, cause["brokerAddr"]), None))
+    assert [(s["status"], s["broker"], None) for s in sends] == expected
+    assert all(s["broker"] in BROKERS and s["queue_id"] in (0, 1) for s in sends)
+    assert all((s["default_topic"], s["default_topic_queue_nums"]) == (key, 4) for s in sends)
+    # Its fallback pull: the template's route, as the client takes it (min(4, 2) queues).
+    pulls = [p for p in _of(events, "route_pull", topic) if p["via_default"]]
+    assert pulls and pulls[0]["result"] == "SUCCESS" and pulls[0]["create_topic_key"] == key
+    assert sorted((q["broker"], q["write_queue_nums"], q["perm"]) for q in pulls[0]["queues"]) == [
+        (b, 2, 6) for b in BROKERS
+    ]
+
+
+def test_a_template_with_inherit_auto_creates(
+    cluster: RocketMQCluster, driver: RouteDriver, spools: Path
+) -> None:
+    # The topic named after the cluster has 16 queues and the inherit bit (experiment 11).
+    _hooked(
+        driver,
+        spools,
+        "inherit",
+        cluster.namesrv_addr(),
+        create_topic_key=CLUSTER,
+        poll_name_server_interval_ms=HOURLY,
+    )
+    topic = _topic("Inherit")
+    (outcome,) = driver.send("inherit", topic)
+    assert outcome.ok, outcome
+    events = _events(driver, spools, "inherit")
+    fallback = [p for p in _of(events, "route_pull", topic) if p["via_default"]]
+    assert len(fallback) == 1 and fallback[0]["result"] == "SUCCESS"
+    template = cluster.route(CLUSTER)
+    assert template is not None
+    assert sorted(
+        (q["broker"], q["read_queue_nums"], q["write_queue_nums"], q["perm"])
+        for q in fallback[0]["queues"]
+    ) == sorted((q.broker, 4, 4, q.perm) for q in template.queues)
+    (send,) = _of(events, "send", topic)
+    assert (send["status"], send["broker"], send["queue_id"]) == (
+        "SEND_OK",
+        outcome.broker,
+        outcome.queue_id,
+    )
+    assert send["default_topic"] == CLUSTER
+
+
+def test_an_unwritable_spool_neither_slows_nor_fails_sends(
+    cluster: RocketMQCluster, driver: RouteDriver, spools: Path, tmp_path: Path
+) -> None:
+    topic = _topic("Down")
+    cluster.update_topic(topic, cluster=CLUSTER, read_queues=4, write_queues=4)
+    # A spool under a regular file: no directory can ever be made there (even as root).
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    down = HookSpec(spool_dir=blocker / "spool", cluster=CLUSTER, roll_interval_ms=50)
+    driver.producer(ProducerSpec("down", cluster.namesrv_addr(), routewatch=down))
+    _hooked(driver, spools, "up", cluster.namesrv_addr())
+    driver.send("up", topic)  # both producers have the route and a connection to both brokers
+    driver.send("down", topic)
+    count = 40
+    up = driver.send("up", topic, count=count)
+    failing = driver.send("down", topic, count=count)
+    assert all(o.ok for o in up + failing), up + failing
+
+    # As fast: the writer never blocks a send (a blocked one would wait for its I/O).
+    def total(outcomes: list[SendOutcome]) -> int:
+        return sum(o.elapsed_ms for o in outcomes)
+
+    assert total(failing) <= 2 * total(up) + 200, (total(failing), total(up))
+    stats = driver.hook_stats("down", flush_ms=5_000)
+    assert stats["written"] == 0 and stats["files"] == 0, stats
+    # Every event dropped and counted: at least one send event per message, and the pulls.
+    assert stats["droppedUnwritable"] == stats["dropped"] >= count + 1, stats
+    assert not blocker.read_text()
+    # Logged once (the first report comes at once, the next after the log interval).
+    err = (cluster.workdir / "hook-driver" / "driver.err").read_text()
+    assert err.count("routewatch hook: dropped") == 1, err
+    assert "cannot write to the spool directory" in err
+
+
+def test_the_job_evaluates_the_spool(
+    cluster: RocketMQCluster, spools: Path, tmp_path: Path
+) -> None:
+    """The events of the producers above, through ``routewatch evaluate``. The client events
+    alone open ``NO_ROUTE_INFO`` (cause ``NO_NAMESRV``) and ``SEND_REJECTED``; the causes judged
+    from the brokers' tables need heartbeats, which a collector (``routewatch collect``) writes:
+    here the test stands in for it with one full registration per broker, read from the real
+    brokers, so that ``AUTO_CREATE_DISABLED`` is judged too. (``AT_RISK`` needs the immediate
+    registrations of auto-created topics, which only a collector can see.)"""
+    lines: list[bytes] = []
+    for spool in sorted(p for p in spools.iterdir() if p.is_dir()):
+        for path in sorted(spool.iterdir(), key=lambda p: (p.stat().st_mtime_ns, p.name)):
+            lines.extend(path.read_bytes().splitlines())
+    # One stream, in event time: the spools were written side by side (a later spool's older
+    # events would be late past the lateness bound).
+    lines.sort(key=lambda raw: int(orjson.loads(raw)["ts"]))
+    first = int(orjson.loads(lines[0])["ts"])
+    heartbeats = [
+        encode(
+            Heartbeat(
+                ts=first - 1_000,
+                cluster=CLUSTER,
+                event_id=f"test-heartbeat-{name}",
+                broker=name,
+                broker_addr=cluster.broker(name).addr,
+                broker_id=0,
+                namesrv=cluster.namesrv_addr(),
+                auto_create_topic_enable=False,
+                default_topic_queue_nums=int(
+                    cluster.broker(name).running_config()["defaultTopicQueueNums"]
+                ),
+                full=True,
+                topics={
+                    topic: TopicConfig(
+                        read_queue_nums=c.read_queue_nums,
+                        write_queue_nums=c.write_queue_nums,
+                        perm=c.perm,
+                    )
+                    for topic, c in cluster.broker(name).topics().items()
+                },
+            )
+        )
+        for name in BROKERS
+    ]
+    trace = tmp_path / "hook.jsonl"
+    trace.write_bytes(b"\n".join([*heartbeats, *lines]) + b"\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", "evaluate", str(trace), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path / "data")},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    (alerts,) = orjson.loads(result.stdout).values()
+
+    def kinds(prefix: str) -> list[tuple[str, str | None]]:
+        return sorted((a["kind"], a["cause"]) for a in alerts if str(a["topic"]).startswith(prefix))
+
+    assert kinds("Nowhere_") == [("NO_ROUTE_INFO", "NO_NAMESRV")]
+    assert kinds("Absent_") == [("NO_ROUTE_INFO", "AUTO_CREATE_DISABLED")]
+    assert kinds("Refused_") == [("SEND_REJECTED", None)]
+    (rejected,) = [a for a in alerts if str(a["topic"]).startswith("Refused_")]
+    assert set(rejected["evidence"]["brokers"]) <= set(BROKERS)
+    assert rejected["evidence"]["refusals"] == 2
