@@ -1,0 +1,320 @@
+"""``routewatch collect`` against a real RocketMQ 4.9.8: two NameServers, broker-a and broker-b
+registered with both, broker-c (auto-creation off, so no TBW102) with ns1 only. The faults that
+leave the cluster as it was come first; the last test drives the alerts and kills broker-b.
+
+The events are run through the job's own evaluation path (the in-memory engine, the same step the
+Spark job calls). PARTIAL_COVERAGE needs to know that a topic was auto-created, which only the
+client side sees (a send with ``auto_created``, or a producer's fallback pull): the last test
+writes that one ``send`` from the real client's outcome, as the client hook will."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from emitter.collect.derive import Deriver
+from emitter.collect.metrics import Counters
+from emitter.collect.poller import Poller
+from routewatch.codec import encode
+from routewatch.events import Heartbeat, Send
+from routewatch.testing.processes import free_port, start_routewatch, stop, wait_for
+from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from routewatch.validation import validate
+from tests.support.rocketmq import module_cluster
+from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
+
+pytestmark = pytest.mark.rocketmq
+
+CLUSTER = "DefaultCluster"
+SPEC = ClusterSpec(
+    namesrvs=("ns1", "ns2"),
+    brokers=(
+        BrokerSpec("broker-a"),
+        BrokerSpec("broker-b"),
+        BrokerSpec("broker-c", namesrvs=("ns1",), auto_create_topic=False),
+    ),
+)
+
+cluster = module_cluster(SPEC)
+driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr()))
+
+
+def _poll(poller: Poller, deriver: Deriver) -> list[Heartbeat]:
+    return deriver.derive(poller.poll(deriver.known))
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_one_poll_writes_what_each_namesrv_holds(cluster: RocketMQCluster) -> None:
+    ns1, ns2 = cluster.namesrv_addr("ns1"), cluster.namesrv_addr("ns2")
+    counters = Counters()
+    poller = Poller([ns1, ns2], counters)
+    events = _poll(poller, Deriver(30))
+    poller.close()
+    assert [(e.namesrv, e.broker) for e in events] == [
+        (ns1, "broker-a"),
+        (ns1, "broker-b"),
+        (ns1, "broker-c"),
+        (ns2, "broker-a"),
+        (ns2, "broker-b"),
+    ]  # NameServers in the order they answered, brokers by name
+    for e in events:
+        broker = cluster.broker(e.broker)
+        assert validate(orjson.loads(encode(e))) is None
+        assert (e.cluster, e.broker_addr, e.broker_id, e.full) == (CLUSTER, broker.addr, 0, True)
+        table = broker.topics()
+        assert {t: (c.read_queue_nums, c.write_queue_nums, c.perm) for t, c in table.items()} == {
+            t: (c.read_queue_nums, c.write_queue_nums, c.perm) for t, c in e.topics.items()
+        }
+        config = broker.running_config()
+        assert e.auto_create_topic_enable == (config["autoCreateTopicEnable"] == "true")
+        assert e.default_topic_queue_nums == int(config["defaultTopicQueueNums"])
+    by = {(e.namesrv, e.broker): e for e in events}
+    assert "TBW102" in by[(ns1, "broker-a")].topics and "TBW102" not in by[(ns1, "broker-c")].topics
+    assert by[(ns1, "broker-a")].data_version == by[(ns2, "broker-a")].data_version
+    # requests: 2 cluster lists + 5 data versions, 3 configurations + 3 topic tables
+    assert counters.get("routewatch_collect_requests_total", target="namesrv") == 7
+    assert counters.get("routewatch_collect_requests_total", target="broker") == 6
+    assert counters.get("routewatch_collect_errors_total") == 0
+
+
+@pytest.fixture
+def bad_servers() -> Iterator[dict[str, str]]:
+    """A server answering garbage and one that never answers, on 127.0.0.1."""
+    garbage = socket.create_server(("127.0.0.1", 0))
+    silent = socket.create_server(("127.0.0.1", 0))
+    stopping = threading.Event()
+    held: list[socket.socket] = []
+
+    def serve(server: socket.socket, answer: bytes | None) -> None:
+        server.settimeout(0.2)
+        while not stopping.is_set():
+            try:
+                conn, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            conn.recv(65536)
+            if answer is None:
+                held.append(conn)  # read the request, never answer
+            else:
+                conn.sendall(answer)
+                conn.close()
+
+    threads = [
+        threading.Thread(target=serve, args=(garbage, b"\x00\x00\x00\x0c\x00\x00\x00\x08{nonsense"))
+    ]
+    threads.append(threading.Thread(target=serve, args=(silent, None)))
+    for t in threads:
+        t.start()
+    yield {
+        "garbage": f"127.0.0.1:{garbage.getsockname()[1]}",
+        "silent": f"127.0.0.1:{silent.getsockname()[1]}",
+        "down": f"127.0.0.1:{free_port()}",
+    }
+    stopping.set()
+    for t in threads:
+        t.join(5)
+    for s in [garbage, silent, *held]:
+        s.close()
+
+
+def test_namesrvs_down_slow_or_answering_garbage(
+    cluster: RocketMQCluster, bad_servers: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "routewatch.collect")
+    ns1 = cluster.namesrv_addr("ns1")
+    bad = [bad_servers["down"], bad_servers["silent"], bad_servers["garbage"]]
+    counters = Counters()
+    poller = Poller([ns1, *bad], counters, timeout=0.5)
+    deriver = Deriver(30)
+    events = [e for _ in range(3) for e in _poll(poller, deriver)]
+    poller.close()
+    # every event is of the NameServer that answered, and the brokers it lists
+    assert {e.namesrv for e in events} == {ns1}
+    assert sorted(e.broker for e in events) == ["broker-a", "broker-b", "broker-c"]
+    # one line per bad NameServer over three polls, saying what was wrong and what follows
+    warnings = _warnings(caplog)
+    assert len(warnings) == 3, warnings
+    down, silent, garbage = (next(w for w in warnings if addr in w) for addr in bad)
+    assert "refused the connection" in down
+    assert "did not answer within 0.5 s" in silent
+    assert "not RocketMQ's protocol" in garbage
+    assert all("writing nothing for it until it answers" in w for w in warnings)
+    assert counters.get("routewatch_collect_errors_total", target="namesrv", reason="timeout") == 3
+    assert counters.get("routewatch_collect_errors_total", target="namesrv", reason="garbage") == 3
+    assert (
+        counters.get("routewatch_collect_errors_total", target="namesrv", reason="unreachable") == 3
+    )
+    assert counters.get("routewatch_collect_targets_down", target="namesrv") == 3
+    assert counters.get("routewatch_collect_polls_total") == 3
+
+
+def test_a_broker_that_does_not_answer_but_is_listed_keeps_its_heartbeats(
+    cluster: RocketMQCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "routewatch.collect")
+    broker = cluster.broker("broker-b")
+    ns1 = cluster.namesrv_addr("ns1")
+    counters = Counters()
+    poller = Poller([ns1], counters, timeout=0.5)
+    clock = [time.time()]
+    poller.clock = lambda: clock[0]
+    deriver = Deriver(heartbeat_interval_s=5)
+    first = {e.broker: e for e in _poll(poller, deriver)}
+    broker.freeze()  # SIGSTOP: its connections stay open, the NameServer still lists it
+    try:
+        clock[0] += 1
+        assert _poll(poller, deriver) == []  # nothing changed, nothing due
+        clock[0] += 5
+        renewed = {e.broker: e for e in _poll(poller, deriver)}
+        clock[0] += 5
+        _poll(poller, deriver)
+    finally:
+        broker.thaw()
+    clock[0] += 1
+    _poll(poller, deriver)
+    poller.close()
+    # its liveness is renewed with what was last known of it: same version, same table
+    assert set(renewed) == {"broker-a", "broker-b", "broker-c"}
+    assert renewed["broker-b"].data_version == first["broker-b"].data_version
+    assert renewed["broker-b"].topics == first["broker-b"].topics
+    warnings = _warnings(caplog)
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith(f"broker broker-b at {broker.addr} did not answer within 0.5 s;")
+    assert "heartbeats go on with what was last known of it" in warnings[0]
+    assert warnings[1] == f"broker broker-b at {broker.addr} answers again."
+    assert counters.get("routewatch_collect_errors_total", target="broker", reason="timeout") == 3
+
+
+# -- the alerts on a real cluster ---------------------------------------------------------------
+
+
+def _spool_events(spool: Path) -> list[dict[str, Any]]:
+    events = []
+    for path in sorted(spool.glob("*.jsonl")):
+        events += [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    return events
+
+
+def _evaluate(events: list[dict[str, Any]]) -> list[Any]:
+    """Every alert change the job's engine makes of ``events`` (streaming is imported here
+    only: the tests may, the emitter may not)."""
+    from streaming.engine.runner import run_stream
+
+    for event in events:
+        assert validate(event) is None, event
+    ordered = sorted(events, key=lambda e: (e["ts"], e.get("seq", -1)))
+    arrivals = [(e["event_id"], e["ts"], e.get("seq"), orjson.dumps(e).decode()) for e in ordered]
+    run = run_stream(arrivals, lateness_ms=2_000)
+    return run.cluster(CLUSTER).alert_changes
+
+
+def _metrics(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+@pytest.mark.slow
+def test_collect_opens_the_broker_side_alerts_on_a_real_cluster(
+    cluster: RocketMQCluster, driver: RouteDriver, tmp_path: Path
+) -> None:
+    spool, port = tmp_path / "spool", free_port()
+    env = {
+        **os.environ,
+        "ROUTEWATCH_DATA_DIR": str(tmp_path / "data"),
+        "ROUTEWATCH_SPOOL_DIR": str(spool),
+        "ROUTEWATCH_COLLECT_POLL_INTERVAL_S": "1",
+        "ROUTEWATCH_COLLECT_METRICS_PORT": str(port),
+    }
+    log = tmp_path / "collect.log"
+    proc = start_routewatch(
+        ["collect", "--namesrv", cluster.namesrv_addr(), "--to", "spool"], env, log
+    )
+
+    def newest() -> int:
+        return max((e["ts"] for e in _spool_events(spool)), default=0)
+
+    try:
+        wait_for(lambda: len(_spool_events(spool)) >= 5, 60, "the first heartbeats in the spool")
+        skewed, stuck = f"Skew_{uuid.uuid4().hex[:6]}", f"Stuck_{uuid.uuid4().hex[:6]}"
+        # QUEUE_SKEW: 8 queues on broker-a, 4 on broker-c
+        cluster.update_topic(skewed, broker="broker-a", read_queues=8, write_queues=8)
+        cluster.update_topic(skewed, broker="broker-c", read_queues=4, write_queues=4)
+        # TEMPLATE_MISSING: auto-creation turned on at run time on a broker without TBW102
+        cluster.update_broker_config("broker-c", "autoCreateTopicEnable", "true")
+        # PARTIAL_COVERAGE: one send to a new topic lands on one broker, which creates it
+        (outcome,) = driver.send("p1", stuck)
+        assert outcome.ok, outcome
+        send = Send(
+            ts=int(time.time() * 1000),
+            cluster=CLUSTER,
+            event_id=f"test-client-{uuid.uuid4().hex[:6]}",
+            client_id="test-client",
+            group="p1",
+            topic=stuck,
+            broker=outcome.broker,
+            queue_id=outcome.queue_id,
+            default_topic="TBW102",
+            default_topic_queue_nums=4,
+            status="SEND_OK",
+            auto_created=True,
+        )
+
+        def holds_stuck() -> bool:
+            return any(
+                e["broker"] == outcome.broker and stuck in e["topics"] for e in _spool_events(spool)
+            )
+
+        wait_for(holds_stuck, 30, f"a heartbeat of {outcome.broker} holding {stuck}")
+        # BROKER_EXPIRED: broker-b dies; both NameServers drop it at once
+        killed_at = int(time.time() * 1000)
+        cluster.broker("broker-b").kill()
+        # NAMESRV_DIVERGENCE (broker-c on ns1 only, 60 s) and the expiry (120 s) need event time
+        wait_for(lambda: newest() > killed_at + 125_000, 240, "event time 125 s past the kill")
+        metrics = _metrics(port)
+    finally:
+        stop(proc)
+    output = log.read_text()
+    assert proc.returncode == 0, output
+    assert "stopped;" in output and "Traceback" not in output
+
+    events = _spool_events(spool)
+    # never a heartbeat of broker-b once the NameServers dropped it
+    late_b = [e for e in events if e["broker"] == "broker-b" and e["ts"] > killed_at + 3_000]
+    assert late_b == []
+    assert {e["namesrv"] for e in events if e["broker"] == "broker-c"} == {
+        cluster.namesrv_addr("ns1")
+    }
+    alerts = _evaluate([*events, orjson.loads(encode(send))])
+    opened = {(a.kind, a.topic or a.broker) for a in alerts}
+    assert ("QUEUE_SKEW", skewed) in opened
+    assert ("TEMPLATE_MISSING", "broker-c") in opened
+    assert ("PARTIAL_COVERAGE", stuck) in opened
+    assert ("BROKER_EXPIRED", "broker-b") in opened
+    assert ("NAMESRV_DIVERGENCE", "broker-c") in opened
+    assert not [a for a in alerts if a.broker == "broker-a"], "broker-a was healthy throughout"
+    expired = next(a for a in alerts if a.kind == "BROKER_EXPIRED")
+    # its last heartbeat is at most one renewal (30 s) and a poll before the kill
+    assert killed_at + 120_000 - 32_000 <= expired.opened_at <= killed_at + 120_000
+
+    # the counters, on its own /metrics while it ran (the spool got every event it wrote)
+    values = dict(
+        line.rsplit(" ", 1) for line in metrics.splitlines() if line and not line.startswith("#")
+    )
+    assert 0 < float(values["routewatch_collect_events_written_total"]) <= len(events)
+    assert float(values["routewatch_collect_polls_total"]) >= 125
+    assert float(values['routewatch_collect_requests_total{target="namesrv"}']) > 0
+    assert 'routewatch_collect_targets_down{target="broker"}' in values

@@ -1,0 +1,104 @@
+"""From polls to heartbeats (``emitter/collect/derive.py``), on hand-made snapshots: what is
+written, when, and what is never written."""
+
+from __future__ import annotations
+
+import orjson
+
+from emitter.collect.derive import Deriver
+from emitter.collect.poller import BrokerView, NamesrvView, Snapshot
+from routewatch.codec import encode
+from routewatch.remoting import DataVersion, TopicConfig, TopicTable
+from routewatch.validation import validate
+
+NS1, NS2 = "127.0.0.1:9876", "127.0.0.1:9877"
+A = ("C", "broker-a", 0)
+ADDR = "127.0.0.1:10911"
+V1, V2 = DataVersion(1000, 1), DataVersion(2000, 2)
+T1 = TopicTable(V1, {"TBW102": TopicConfig(8, 8, 7), "2024": TopicConfig(4, 4, 6)})
+T2 = TopicTable(V2, {"TBW102": TopicConfig(8, 8, 7)})
+
+
+def snap(
+    ts: int,
+    versions: dict[str, DataVersion | None],
+    table: TopicTable | None = None,
+    *,
+    broker_answers: bool = True,
+    auto: bool = True,
+) -> Snapshot:
+    s = Snapshot()
+    for ns, version in versions.items():
+        s.namesrvs[ns] = NamesrvView(ns, ts, {A: ADDR}, {ADDR: version})
+    if broker_answers:
+        s.brokers[ADDR] = BrokerView(ADDR, auto, 8, table)
+    return s
+
+
+def test_one_heartbeat_per_namesrv_listing_the_broker_and_valid_by_the_contract() -> None:
+    d = Deriver(30, source="t")
+    events = d.derive(snap(1_000, {NS1: V1, NS2: V1}, T1))
+    assert [(e.namesrv, e.seq, e.event_id) for e in events] == [(NS1, 1, "t-1"), (NS2, 2, "t-2")]
+    e = events[0]
+    assert (e.cluster, e.broker, e.broker_id, e.broker_addr) == ("C", "broker-a", 0, ADDR)
+    assert e.full and e.data_version == "1000-1" and e.shutdown is None and e.parts is None
+    assert set(e.topics) == {"TBW102", "2024"}
+    assert e.auto_create_topic_enable and e.default_topic_queue_nums == 8
+    assert validate(orjson.loads(encode(e))) is None
+
+
+def test_nothing_new_is_written_until_the_liveness_needs_renewing() -> None:
+    d = Deriver(30, source="t")
+    d.derive(snap(0, {NS1: V1}, T1))
+    assert d.derive(snap(10_000, {NS1: V1})) == []
+    assert d.derive(snap(29_999, {NS1: V1})) == []
+    (renewal,) = d.derive(snap(30_000, {NS1: V1}))
+    assert renewal.data_version == "1000-1" and renewal.ts == 30_000
+
+
+def test_a_changed_version_or_setting_is_written_at_once() -> None:
+    d = Deriver(30, source="t")
+    d.derive(snap(0, {NS1: V1}, T1))
+    assert d.known(ADDR, V1) and not d.known(ADDR, V2)
+    (changed,) = d.derive(snap(5_000, {NS1: V2}, T2))
+    assert changed.data_version == "2000-2" and set(changed.topics) == {"TBW102"}
+    (setting,) = d.derive(snap(6_000, {NS1: V2}, auto=False))
+    assert setting.auto_create_topic_enable is False
+
+
+def test_each_namesrv_gets_the_table_at_the_version_it_holds() -> None:
+    d = Deriver(30, source="t")
+    d.derive(snap(0, {NS1: V1, NS2: V1}, T1))
+    # the broker's new table reached NS1 only: NS2 still holds the old one
+    events = d.derive(snap(5_000, {NS1: V2, NS2: V1}, T2))
+    assert [(e.namesrv, e.data_version) for e in events] == [(NS1, "2000-2")]
+
+
+def test_an_unreachable_broker_still_listed_keeps_its_heartbeats() -> None:
+    d = Deriver(30, source="t")
+    d.derive(snap(0, {NS1: V1}, T1))
+    assert d.derive(snap(10_000, {NS1: V1}, broker_answers=False)) == []
+    (renewal,) = d.derive(snap(30_000, {NS1: V1}, broker_answers=False))
+    assert renewal.data_version == "1000-1" and set(renewal.topics) == {"TBW102", "2024"}
+
+
+def test_a_version_not_known_yet_renews_only_what_was_written() -> None:
+    d = Deriver(30, source="t")
+    d.derive(snap(0, {NS1: V1}, T1))
+    # the NameServer holds V2 but the broker did not answer with it: no table is guessed
+    assert d.derive(snap(10_000, {NS1: V2}, broker_answers=False)) == []
+    (renewal,) = d.derive(snap(30_000, {NS1: V2}, broker_answers=False))
+    assert renewal.data_version == "1000-1"
+
+
+def test_a_broker_never_seen_answering_gets_no_heartbeat() -> None:
+    d = Deriver(30, source="t")
+    assert d.derive(snap(0, {NS1: V1}, broker_answers=False)) == []
+
+
+def test_a_broker_no_namesrv_lists_and_a_silent_namesrv_get_nothing() -> None:
+    d = Deriver(30, source="t")
+    d.derive(snap(0, {NS1: V1, NS2: V1}, T1))
+    later = snap(40_000, {NS1: V1}, T1)  # NS2 did not answer
+    later.namesrvs[NS1].brokers.clear()  # NS1 dropped the broker
+    assert d.derive(later) == []
