@@ -92,16 +92,19 @@ class Poller:
             conn = self._conns[addr] = Connection(addr, self.timeout)
         return conn
 
-    def _failed(self, kind: str, addr: str, exc: BaseException, consequence: str) -> None:
+    def _failed(
+        self, kind: str, addr: str, exc: BaseException, consequence: str, name: str = ""
+    ) -> None:
         label, words = _reason(exc)
         self.counters.inc("routewatch_collect_errors_total", target=kind, reason=label)
         if self._failing.get(addr) != label:
-            log.warning("%s %s %s; %s.", _title(kind), addr, words, consequence)
+            words = words.removeprefix(f"{addr} ")
+            log.warning("%s %s; %s.", _title(kind, addr, name), words, consequence)
         self._failing[addr] = label
 
-    def _answered(self, kind: str, addr: str) -> None:
+    def _answered(self, kind: str, addr: str, name: str = "") -> None:
         if self._failing.pop(addr, None) is not None:
-            log.warning("%s %s answers again.", _title(kind), addr)
+            log.warning("%s answers again.", _title(kind, addr, name))
 
     def failing(self, kind: str) -> int:
         return sum(1 for a in self._failing if (a in self.namesrvs) == (kind == "namesrv"))
@@ -165,8 +168,7 @@ class Poller:
 
     def _broker(self, addr: str, key: BrokerKey) -> BrokerView | None:
         consequence = (
-            f"while a NameServer lists it, {key[1]}'s heartbeats go on with what was last "
-            "known of it"
+            "while a NameServer lists it, its heartbeats go on with what was last known of it"
         )
         try:
             self.counters.inc("routewatch_collect_requests_total", target="broker")
@@ -181,9 +183,9 @@ class Poller:
                     f"defaultTopicQueueNums={queues!r}"
                 )
         except (OSError, remoting.RemotingError) as exc:
-            self._failed("broker", addr, exc, consequence)
+            self._failed("broker", addr, exc, consequence, key[1])
             return None
-        self._answered("broker", addr)
+        self._answered("broker", addr, key[1])
         return BrokerView(addr, auto == "true", int(queues))
 
     def _table(self, addr: str, key: BrokerKey) -> TopicTable | None:
@@ -192,9 +194,12 @@ class Poller:
             body = self._conn(addr).ask(remoting.GET_ALL_TOPIC_CONFIG, "the topic table")
             return remoting.parse_topic_table(body)
         except (OSError, remoting.RemotingError) as exc:
-            self._failed("broker", addr, exc, f"{key[1]}'s new topic table waits for the next poll")
+            consequence = f"{key[1]}'s new topic table waits for the next poll"
+            self._failed("broker", addr, exc, consequence, key[1])
             return None
 
 
-def _title(kind: str) -> str:
-    return "NameServer" if kind == "namesrv" else "broker"
+def _title(kind: str, addr: str, name: str) -> str:
+    if kind == "namesrv":
+        return f"NameServer {addr}"
+    return f"broker {name} at {addr}" if name else f"broker at {addr}"
