@@ -76,13 +76,14 @@ from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.changes import Count, encode_count
 from routewatch.cli import plain_text
 from routewatch.settings import load
-from streaming.jobs import start_stream
-from streaming.pipeline import by_stream, file_lines
-from streaming.processor import CHANGES_SCHEMA, changes_frame
-from streaming.progress import QueryEvents, add_query_events
-from streaming.read import read_events
-from streaming.session import spark_session
+from streaming.job.progress import QueryEvents, add_query_events
+from streaming.job.stream import start_stream
+from streaming.pipeline import by_stream
 from streaming.settings import StreamingSettings
+from streaming.sources.spool import file_lines
+from streaming.spark.session import spark_session
+from streaming.stages.read import read_events
+from streaming.stages.track import CHANGES_SCHEMA, changes_frame
 
 STAGED = ".staged"
 
@@ -294,7 +295,7 @@ class Step:
 
 
 class Progress:
-    """One query's batches as Spark's listener reports them (``streaming.progress``), so that
+    """One query's batches as Spark's listener reports them (``streaming.job.progress``), so that
     the real-time phase can wait for them without asking the JVM: ``query.recentProgress``
     costs a py4j round trip per batch retained, every time, while the job is being judged."""
 

@@ -1,5 +1,4 @@
-"""The Spark Structured Streaming job: read events, build route tables, detect alerts."""
+"""The Spark Structured Streaming job: read events, build route tables, detect alerts.
 
-from streaming.session import spark_session
-
-__all__ = ["spark_session"]
+``engine/`` is plain Python (no pyspark); ``stages/``, ``sources/``, ``job/`` and ``spark/`` are
+the Spark side (docs/development.md has the layout)."""

@@ -1,6 +1,6 @@
 """The job's stages, each a DataFrame -> DataFrame function that works on a stream or a table.
 
-    lines   = file_lines(text)          # or kafka_lines(records): (value, origin)
+    lines   = spool_lines(...)          # or kafka_lines(...): (value, origin), streaming.sources
     events  = read_events(lines)        # stage 1: validated, with arrival order
     changes = track_clusters(events)    # stage 2+3: route tables and alerts of every cluster,
                                         # on the stream's one clock, and bad input kept with
@@ -17,40 +17,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.group import GroupedData
 
-from streaming.processor import CHANGES_SCHEMA, STREAM_KEY, StreamProcessor
-from streaming.read import pack_events, read_events
+from streaming.stages.read import pack_events, read_events
+from streaming.stages.track import CHANGES_SCHEMA, STREAM_KEY, StreamProcessor
 
-__all__ = ["by_stream", "changes", "file_lines", "kafka_lines", "track_clusters"]
-
-
-def file_lines(text: DataFrame) -> DataFrame:
-    """Lines of Spark's text source -> ``(value, origin)``; origin sorts files by modification
-    time, then path, then block."""
-    meta = F.col("_metadata")
-    origin = F.concat_ws(
-        "|",
-        F.lpad(F.unix_millis(meta["file_modification_time"]).cast("string"), 15, "0"),
-        meta["file_path"],
-        F.lpad(meta["file_block_start"].cast("string"), 15, "0"),
-    )
-    return text.select("value", origin.alias("origin"))
-
-
-def kafka_lines(records: DataFrame) -> DataFrame:
-    """Records of a Kafka source (native or ours) -> ``(value, origin)``; origin is the
-    partition and offset."""
-    origin = F.concat_ws(
-        "|",
-        F.lpad(F.col("partition").cast("string"), 6, "0"),
-        F.lpad(F.col("offset").cast("string"), 20, "0"),
-    )
-    return records.select(F.col("value").cast("string").alias("value"), origin.alias("origin"))
+__all__ = ["by_stream", "changes", "track_clusters"]
 
 
 def by_stream(events: DataFrame) -> GroupedData:
     """Events grouped for the stateful stage: all in one group (:data:`STREAM_KEY`), bad input
     included, since the stream has one clock; packed a few thousand to a row
-    (:func:`streaming.read.pack_events`)."""
+    (:func:`streaming.stages.read.pack_events`)."""
     return pack_events(events).select(F.lit(STREAM_KEY).alias("stream"), "events").groupBy("stream")
 
 
@@ -79,7 +55,7 @@ def changes(
     """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
 
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
-    partitions) and are interleaved by event time (see ``streaming.read``).
+    partitions) and are interleaved by event time (see ``streaming.stages.read``).
     """
     events = read_events(lines, by_event_time=by_event_time)
     return track_clusters(

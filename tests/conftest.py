@@ -16,7 +16,7 @@ from routewatch.testing.postgres import Postgres, running_postgres
 def spark() -> Iterator[object]:
     """A local[2] Spark session: UI off, UTC, 2 shuffle partitions, RocksDB state store."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from streaming.session import spark_session, stop_session
+    from streaming.spark.session import spark_session, stop_session
 
     session = spark_session("local[2]", "routewatch-tests")
     try:

@@ -17,8 +17,8 @@ from routewatch.events import EVENT_CLASSES
 from routewatch.settings import ENV_PREFIX, Settings
 from routewatch.validation import BAD_INPUT_REASONS
 from routewatch.wire import WireField, wire_fields
-from streaming.read import validate_batches
 from streaming.settings import StreamingSettings
+from streaming.stages.read import validate_batches
 
 REPO = Path(__file__).resolve().parents[1]
 

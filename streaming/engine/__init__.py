@@ -4,7 +4,7 @@ keeps between batches.
 It imports no pyspark. One step function (:class:`~streaming.engine.step.Step`) takes a batch
 of arrivals and the stream's state entries (:mod:`streaming.engine.entries`: get, put, remove by
 name; :mod:`streaming.engine.layout` says what lives where) and returns the changes; the Spark
-job (``streaming.processor``) calls it over Spark's ``MapState``, the tests and in-memory runs
+job (``streaming.stages.track``) calls it over Spark's ``MapState``, the tests and in-memory runs
 (:mod:`streaming.engine.runner`) over a dict.
 """
 

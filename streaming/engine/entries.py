@@ -7,7 +7,7 @@ writes them), reached through :class:`Entries`: get, put and remove by name. Two
 
 - :class:`MemoryEntries`, a dict: tests and in-memory runs (:mod:`streaming.engine.runner`);
 - in the Spark job, the adapter over the stateful processor's ``MapState``
-  (:mod:`streaming.processor`), which Spark keeps in its state store (RocksDB) and checkpoints.
+  (:mod:`streaming.stages.track`), which Spark keeps in its state store (RocksDB) and checkpoints.
 
 Time is part of the state: the stream time and each cluster's next threshold (the engine's
 event-time timers) are the entry ``clock``, so the engine needs nothing else of its backend and

@@ -40,7 +40,7 @@ from streaming.engine.stream import Arrival, Clock
 __all__ = ["BUCKETS", "STATE_LAYOUT", "StateLayout"]
 
 # the version of this layout; a checkpoint written with another one is not resumed
-# (streaming.jobs.check_checkpoint)
+# (streaming.job.stream.check_checkpoint)
 STATE_LAYOUT = 2
 BUCKETS = 256
 

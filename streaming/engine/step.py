@@ -1,7 +1,7 @@
 """One step of the whole stream: a batch of arrivals in, the changes it made out.
 
 :class:`Step` is what the Spark job's stateful processor calls once per micro-batch
-(:mod:`streaming.processor`, over Spark's ``MapState``) and what the tests and in-memory runs
+(:mod:`streaming.stages.track`, over Spark's ``MapState``) and what the tests and in-memory runs
 call (:mod:`streaming.engine.runner`, over :class:`~streaming.engine.entries.MemoryEntries`):
 load the clock and the intake from the entries, feed the arrivals through the stream's one
 intake and clock (:class:`~streaming.engine.stream.StreamEngine`), save what changed, and return

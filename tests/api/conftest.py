@@ -15,7 +15,7 @@ from api import ApiSettings, create_app
 from emitter.scenarios import SCENARIOS, on_clusters
 from routewatch.settings import load
 from routewatch.testing.postgres import Postgres
-from streaming.jobs import start_stream
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support.traces import write_trace
 

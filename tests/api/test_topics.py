@@ -22,7 +22,7 @@ from emitter.scenarios import on_clusters
 from routewatch.settings import load
 from routewatch.store import Store
 from routewatch.store.views import TopicIndex, snapshot
-from streaming.jobs import start_stream
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support.traces import write_trace
 

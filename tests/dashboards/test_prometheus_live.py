@@ -22,7 +22,7 @@ from emitter.scenarios import on_clusters
 from routewatch.settings import load
 from routewatch.testing.processes import api_answers, free_port, start_routewatch, stop, wait_for
 from routewatch.testing.prometheus import Prometheus, running_prometheus
-from streaming.jobs import start_stream
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support import grafana
 from tests.support.traces import write_trace

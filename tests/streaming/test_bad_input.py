@@ -20,7 +20,8 @@ from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import evaluate_traces, start_stream
+from streaming.job.evaluate import evaluate_traces
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -14,10 +14,11 @@ from emitter.scenarios import SCENARIOS
 from routewatch.alerts import Alert, StoredAlert
 from routewatch.changes import BadLine, ChangeRow, Count, RouteChange, decode
 from routewatch.settings import load
-from streaming.jobs import evaluate_traces, final_alerts
-from streaming.pipeline import changes, file_lines, track_clusters
-from streaming.read import read_events
+from streaming.job.evaluate import evaluate_traces, final_alerts
+from streaming.pipeline import changes, track_clusters
 from streaming.settings import StreamingSettings
+from streaming.sources.spool import file_lines
+from streaming.stages.read import read_events
 from tests.support.traces import expected, shape, write_trace
 
 pytestmark = pytest.mark.spark

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from streaming.read import read_events
+from streaming.stages.read import read_events
 
 pytestmark = pytest.mark.spark
 

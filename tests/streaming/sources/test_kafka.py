@@ -18,10 +18,11 @@ from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.testing.kafka import API_VERSION, KafkaBroker
-from streaming.jobs import _left_input_unread, start_stream
-from streaming.kafka_source import KafkaPartition, KafkaStreamReader, read_partition, share_cap
+from streaming.job.progress import left_input_unread
+from streaming.job.sink import job_name
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
-from streaming.sink import job_name
+from streaming.sources.kafka import KafkaPartition, KafkaStreamReader, read_partition, share_cap
 from tests.support.stores import batches
 from tests.support.traces import expected, shape, write_trace
 
@@ -163,7 +164,7 @@ def test_a_restart_from_the_checkpoint_reads_every_record_exactly_once(
     progress = [orjson.loads(p.json) for p in _run(spark, straight).recentProgress]
     # a batch the cap cut short says so in its progress (the source's latest offset is past its
     # end), and the job's listener records it as input left unread (/readyz)
-    assert any(_left_input_unread(p) for p in progress)
+    assert any(left_input_unread(p) for p in progress)
 
     one, two = open_store(straight.store_url), open_store(restarted.store_url)
     applied = sum(v for (name, _, _), v in two.counters().items() if name == "events")

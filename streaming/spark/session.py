@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from streaming.local_fs import NO_FORK_FS_CLASS, cache_dir, find_javac, no_fork_jar
 from streaming.settings import under_spark_submit
+from streaming.spark.local_fs import NO_FORK_FS_CLASS, cache_dir, find_javac, no_fork_jar
 
 __all__ = [
     "BASE_CONF",
@@ -88,7 +88,7 @@ def spark_session(
 
 
 def local_checkpoint_fs(master: str | None, conf: Mapping[str, str]) -> dict[str, str]:
-    """Spark settings for routewatch's own local file system (``streaming.local_fs``), when
+    """Spark settings for routewatch's own local file system (``streaming.spark.local_fs``), when
     this process is about to start Spark's JVM in local mode and the file system's jar can be
     built; none otherwise (``BASE_CONF``'s ``RawLocalFs`` applies), nor when ``conf`` names a
     file system itself. A class path in ``conf`` is kept, with the jar added to it."""

@@ -15,7 +15,8 @@ from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.testing.processes import wait_for
-from streaming.jobs import evaluate_traces, start_stream
+from streaming.job.evaluate import evaluate_traces
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support.traces import shape, write_trace
 

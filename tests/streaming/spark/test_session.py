@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.spark
@@ -19,8 +19,8 @@ def test_the_jvm_starts_with_four_malloc_arenas(spark: SparkSession) -> None:
     environ = Path(f"/proc/{gateway.proc.pid}/environ").read_bytes().decode(errors="replace")
     jvm_env = dict(item.split("=", 1) for item in environ.split("\0") if "=" in item)
     assert jvm_env.get("MALLOC_ARENA_MAX") == "4", (
-        "the JVM's MALLOC_ARENA_MAX is not routewatch's 4 (streaming.session.JVM_ENV; a value "
-        "in the tests' own environment is kept: unset it)"
+        "the JVM's MALLOC_ARENA_MAX is not routewatch's 4 (streaming.spark.session.JVM_ENV; a "
+        "value in the tests' own environment is kept: unset it)"
     )
 
 
@@ -28,7 +28,7 @@ def test_the_jvm_starts_with_four_malloc_arenas(spark: SparkSession) -> None:
 # stopped one way or the other, then a few seconds for the maintenance task to run again.
 STOP_SCRIPT = """
 import sys, time
-from streaming.session import spark_session, stop_session
+from streaming.spark.session import spark_session, stop_session
 how, checkpoint = sys.argv[1:]
 interval = {"spark.sql.streaming.stateStore.maintenanceInterval": "500ms"}
 spark = spark_session("local[1]", "routewatch-stop-order", interval)

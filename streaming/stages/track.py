@@ -44,7 +44,7 @@ from routewatch.changes import BadLine, ChangeRow
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
-from streaming.read import unpack_chunks
+from streaming.stages.read import unpack_chunks
 
 __all__ = [
     "CHANGES_SCHEMA",

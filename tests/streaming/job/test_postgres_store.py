@@ -23,7 +23,7 @@ from routewatch.store import open_store
 from routewatch.testing.kafka import API_VERSION, KafkaBroker
 from routewatch.testing.postgres import Postgres
 from routewatch.testing.processes import wait_for
-from streaming.jobs import start_stream
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support.stores import snapshot
 

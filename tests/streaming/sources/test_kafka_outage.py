@@ -16,7 +16,8 @@ from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.testing.kafka import KafkaBroker, running_broker
 from routewatch.testing.processes import start_routewatch, stop, wait_for
-from streaming.jobs import evaluate_traces, start_stream
+from streaming.job.evaluate import evaluate_traces
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support.traces import write_trace
 

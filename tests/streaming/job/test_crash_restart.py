@@ -33,9 +33,9 @@ from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
 from routewatch.testing.kafka import KafkaBroker
 from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
-from streaming.jobs import start_stream
+from streaming.job.sink import job_name
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
-from streaming.sink import job_name
 from tests.support.stores import batches, snapshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]

@@ -17,22 +17,23 @@ from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.testing.processes import wait_for
-from streaming.jobs import _left_input_unread, progress_log, start_stream
+from streaming.job.progress import left_input_unread, progress_log
+from streaming.job.sink import job_name
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
-from streaming.sink import job_name
 from tests.support.stores import batches
 from tests.support.traces import write_trace
 
 STUCK = """
 import logging, threading
-from streaming.jobs import exit_unless_stopped_within
+from streaming.job.stream import exit_unless_stopped_within
 logging.basicConfig(level=logging.INFO)
 exit_unless_stopped_within(0.5)
 threading.Event().wait()  # a stop that never returns
 """
 
 DONE = """
-from streaming.jobs import exit_unless_stopped_within
+from streaming.job.stream import exit_unless_stopped_within
 exit_unless_stopped_within(30)
 print("stopped")
 """
@@ -111,7 +112,7 @@ def _source(end: Any, latest: Any) -> dict[str, Any]:
 def test_a_batch_leaves_input_unread_when_a_source_reports_more(
     sources: list[dict[str, Any]], unread: bool
 ) -> None:
-    assert _left_input_unread({"batchId": 7, "sources": sources}) is unread
+    assert left_input_unread({"batchId": 7, "sources": sources}) is unread
 
 
 @pytest.mark.spark

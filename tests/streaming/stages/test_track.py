@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import _parse_datatype_string
 
-from streaming.processor import STATE_VARIABLES, schema
+from streaming.stages.track import STATE_VARIABLES, schema
 
 VARIABLES = list(STATE_VARIABLES.values())
 DDLS = sorted({ddl for _, key, value in VARIABLES for ddl in (key, value) if ddl is not None})

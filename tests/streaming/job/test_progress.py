@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from routewatch.testing.processes import wait_for
-from streaming.progress import QueryEvents, add_query_events
+from streaming.job.progress import QueryEvents, add_query_events
 
 pytestmark = pytest.mark.spark
 

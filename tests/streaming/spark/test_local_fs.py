@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from streaming.local_fs import NO_FORK_FS_CLASS, find_javac, no_fork_jar
-from streaming.session import LOCAL_CHECKPOINT_FS, LOCAL_CHECKPOINT_FS_KEY, local_checkpoint_fs
+from streaming.spark.local_fs import NO_FORK_FS_CLASS, find_javac, no_fork_jar
+from streaming.spark.session import (
+    LOCAL_CHECKPOINT_FS,
+    LOCAL_CHECKPOINT_FS_KEY,
+    local_checkpoint_fs,
+)
 
 JAVAC = find_javac()
 needs_javac = pytest.mark.skipif(JAVAC is None, reason="no JDK compiler (javac) on this machine")

@@ -16,10 +16,11 @@ from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 from routewatch.store import open_store
-from streaming.jobs import LAYOUT_FILE, evaluate_traces, start_stream
-from streaming.session import LOCAL_CHECKPOINT_FS_KEY
+from streaming.job.evaluate import evaluate_traces
+from streaming.job.sink import job_name
+from streaming.job.stream import LAYOUT_FILE, start_stream
 from streaming.settings import StreamingSettings
-from streaming.sink import job_name
+from streaming.spark.session import LOCAL_CHECKPOINT_FS_KEY
 from tests.support.stores import batches
 
 pytestmark = pytest.mark.spark

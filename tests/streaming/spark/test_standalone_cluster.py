@@ -22,7 +22,8 @@ from routewatch.events import Event
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
 from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
-from streaming.jobs import STOP_DEADLINE_S, evaluate_traces
+from streaming.job.evaluate import evaluate_traces
+from streaming.job.stream import STOP_DEADLINE_S
 from streaming.settings import StreamingSettings
 from tests.support.spark_cluster import SPARK_HOME, SparkCluster, running_cluster
 from tests.support.traces import write_trace

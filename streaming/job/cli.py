@@ -54,8 +54,8 @@ def register_stream(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 def _evaluate(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
-    from streaming.jobs import check_readable, evaluate_traces
-    from streaming.session import spark_session, stop_session
+    from streaming.job.evaluate import check_readable, evaluate_traces
+    from streaming.spark.session import spark_session, stop_session
 
     for path in args.traces:
         check_readable(path)  # before starting Spark
@@ -94,6 +94,6 @@ def configure_logging() -> None:
 def _stream(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
     configure_logging()
-    from streaming.jobs import run_stream
+    from streaming.job.stream import run_stream
 
     return run_stream(settings, args.source)

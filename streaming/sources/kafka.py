@@ -1,6 +1,9 @@
-"""A Kafka source on PySpark's Python Data Source API, with kafka-python.
+"""The Kafka topic as lines: Spark's own ``kafka`` source when its connector is on the classpath
+(:func:`kafka_records`), else a Kafka source on PySpark's Python Data Source API, with
+kafka-python (:class:`KafkaDataSource`); either's records as ``(value, origin)`` lines
+(:func:`kafka_lines`).
 
-Used when Spark's own ``kafka`` source is not on the classpath (it is not downloadable here),
+The Python source is used when Spark's own is not on the classpath (it is not downloadable here),
 and in every test. It offers the native source's columns (``key, value, topic, partition,
 offset, timestamp, timestampType``) and option names (``kafka.bootstrap.servers``,
 ``subscribe``, ``startingOffsets``, ``maxOffsetsPerTrigger``, ``failOnDataLoss``), plus
@@ -22,11 +25,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-__all__ = ["KAFKA_SCHEMA", "KafkaDataSource", "KafkaPartition", "share_cap"]
+from routewatch.errors import RoutewatchError
+from streaming.settings import StreamingSettings
+
+__all__ = [
+    "KAFKA_SCHEMA",
+    "KafkaDataSource",
+    "KafkaPartition",
+    "kafka_lines",
+    "kafka_records",
+    "share_cap",
+]
 
 KAFKA_SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -263,3 +279,40 @@ class KafkaDataSource(DataSource):
                 raise ValueError(f"the routewatch_kafka source needs the option {required}")
         # Spark hands options over case-insensitively; keep them lower-cased.
         return KafkaStreamReader({k.lower(): v for k, v in self.options.items()})
+
+
+def kafka_lines(records: DataFrame) -> DataFrame:
+    """Records of a Kafka source (native or ours) -> ``(value, origin)``; origin is the
+    partition and offset."""
+    origin = F.concat_ws(
+        "|",
+        F.lpad(F.col("partition").cast("string"), 6, "0"),
+        F.lpad(F.col("offset").cast("string"), 20, "0"),
+    )
+    return records.select(F.col("value").cast("string").alias("value"), origin.alias("origin"))
+
+
+def kafka_records(spark: SparkSession, settings: StreamingSettings) -> DataFrame:
+    """The Kafka topic as a stream of records: Spark's own ``kafka`` source when its connector
+    is on the classpath (and ``kafka_source`` allows it), else routewatch's Python source."""
+    options = {
+        "kafka.bootstrap.servers": settings.kafka_bootstrap,
+        "subscribe": settings.kafka_topic,
+        "startingOffsets": settings.kafka_starting_offsets,
+    }
+    if settings.kafka_max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(settings.kafka_max_offsets_per_trigger)
+    if settings.kafka_source in ("auto", "native"):
+        try:
+            return spark.readStream.format("kafka").options(**options).load()
+        except AnalysisException:
+            if settings.kafka_source == "native":
+                raise RoutewatchError(
+                    "Spark's kafka source is not on the classpath: start the job with "
+                    "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, "
+                    "or set ROUTEWATCH_KAFKA_SOURCE=python."
+                ) from None
+    spark.dataSource.register(KafkaDataSource)
+    if settings.kafka_api_version is not None:
+        options["kafka.api.version"] = ".".join(map(str, settings.kafka_api_version))
+    return spark.readStream.format(KafkaDataSource.name()).options(**options).load()

@@ -1,0 +1,179 @@
+"""Spark's streaming query events, delivered to Python as one JSON text per batch.
+
+PySpark's ``StreamingQueryListener`` builds each progress event in Python by walking Spark's
+Java object through py4j: one round trip per field, per entry of ``durationMs`` and
+``eventTime``, per state operator and each of its custom metrics (RocksDB has about twenty),
+per source. On the reference fleet that was about 150 ms of the JVM's CPU (Spark's listener
+thread, answering py4j) and 50 ms of the driver's per batch, taken from the two cores the
+batches need (the README's Performance section). :class:`QueryEvents` receives the progress
+as Spark's own JSON instead: two round trips.
+
+It implements Spark's ``PythonStreamingQueryListener`` interface directly, so it is added with
+:func:`add_query_events`, not ``spark.streams.addListener``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import orjson
+from pyspark.java_gateway import ensure_callback_server_started
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from routewatch.store import Store, StoreUnavailableError
+
+__all__ = ["QueryEvents", "add_query_events", "left_input_unread", "progress_log"]
+
+log = logging.getLogger("routewatch.stream")
+
+JAVA_LISTENER = "org.apache.spark.sql.streaming.PythonStreamingQueryListener"
+
+
+class QueryEvents:
+    """Calls ``on_progress`` with each batch's progress (Spark's ``StreamingQueryProgress``
+    as the dict of its JSON: ``id``, ``batchId``, ``numInputRows``, ``durationMs``,
+    ``sources``, ...), ``on_idle`` (if given) with the id of a query that is idle — Spark
+    reports it every ``spark.sql.streaming.noDataProgressEventInterval`` (10 s) while a query
+    finds nothing to read, in place of a progress report — and ``on_terminated`` with a
+    stopped query's id and its failure (None when it stopped normally). Spark calls them on its
+    listener thread, for every query of the session."""
+
+    def __init__(
+        self,
+        on_progress: Callable[[dict[str, Any]], None],
+        on_terminated: Callable[[str, str | None], None],
+        on_idle: Callable[[str], None] | None = None,
+    ) -> None:
+        self.on_progress = on_progress
+        self.on_terminated = on_terminated
+        self.on_idle = on_idle
+
+    def onQueryStarted(self, jevent: Any) -> None:
+        pass
+
+    def onQueryProgress(self, jevent: Any) -> None:
+        self.on_progress(orjson.loads(jevent.progress().json()))
+
+    def onQueryIdle(self, jevent: Any) -> None:
+        if self.on_idle is not None:
+            self.on_idle(str(jevent.id().toString()))
+
+    def onQueryTerminated(self, jevent: Any) -> None:
+        exception = jevent.exception()
+        self.on_terminated(
+            str(jevent.id().toString()), exception.get() if exception.isDefined() else None
+        )
+
+    class Java:  # (py4j: the Java interface this class implements; Java's method names)
+        implements: ClassVar[list[str]] = [JAVA_LISTENER]
+
+
+def add_query_events(spark: SparkSession, events: QueryEvents) -> Any:
+    """Add ``events`` to the session's streaming query listeners; returns Spark's listener
+    (for ``spark.streams._jsqm.removeListener``)."""
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None and spark.sparkContext._jvm is not None
+    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+    jvm = spark.sparkContext._jvm
+    wrapper = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(events)
+    spark.streams._jsqm.addListener(wrapper)
+    return wrapper
+
+
+def left_input_unread(progress: dict[str, Any]) -> bool:
+    """Whether a batch ended before the input its sources had: a source that reports its
+    latest offset (Spark's Kafka source, routewatch's) reported one past the batch's end, as
+    when a cap per batch (``ROUTEWATCH_KAFKA_MAX_OFFSETS_PER_TRIGGER``) holds a backlog back.
+    A source that reports none (the spool's file source) counts as read to its end."""
+    return any(
+        source.get("latestOffset") is not None
+        and source.get("latestOffset") != source.get("endOffset")
+        for source in progress.get("sources") or []
+    )
+
+
+class ProgressLog:
+    """One log line per batch (input rows, duration, event-time lag) and the batch's figures
+    in the store, for every routewatch query of one Spark session; and each report, a batch's
+    or Spark's idle one, as the job's last sign of life (``jobs``, which ``/readyz`` reads).
+
+    One listener per session (:func:`progress_log`), not one per query: Spark calls every
+    listener of a session with every query's events, each call a py4j round trip on Spark's
+    one listener thread. Listeners added per query piled up in a session that ran many
+    queries (the tests, the benchmarks); their backlog grew, and ``spark.stop()`` waited
+    minutes for it to drain. Progress arrives as Spark's JSON (:class:`QueryEvents`).
+    """
+
+    def __init__(self) -> None:
+        # the queries reported on: id -> (store URL, job name)
+        self.queries: dict[str, tuple[str, str]] = {}
+
+    def watch(self, query: StreamingQuery, store_url: str, job: str) -> None:
+        self.queries[str(query.id)] = (store_url, job)
+
+    def progress(self, p: dict[str, Any]) -> None:
+        target = self.queries.get(p["id"])
+        if target is None:
+            return
+        store_url, job = target
+        batch_id, input_rows = p["batchId"], p["numInputRows"]
+        duration = int(p.get("durationMs", {}).get("triggerExecution", 0))
+        try:
+            store = Store(store_url)  # the job migrated it at start
+            try:
+                store.record_progress(
+                    job, batch_id, input_rows, duration, behind=left_input_unread(p)
+                )
+                times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
+            finally:
+                store.close()
+        except StoreUnavailableError as exc:
+            # the figures are for people and metrics; the batch itself is safe in the store
+            log.warning("batch %d: progress not recorded: %s", batch_id, exc)
+            return
+        lag = f"{time.time() - max(times) / 1000:.1f} s" if times else "n/a"
+        log.info(
+            "batch %d: %d input rows in %d ms, event-time lag %s",
+            batch_id,
+            input_rows,
+            duration,
+            lag,
+        )
+
+    def idle(self, query_id: str) -> None:
+        """Spark's report that the query is idle (every 10 s while it finds nothing to read):
+        a write of one row, so that an idle job still shows as alive. Not logged."""
+        target = self.queries.get(query_id)
+        if target is None:
+            return
+        store_url, job = target
+        try:
+            store = Store(store_url)
+            try:
+                store.record_idle(job)
+            finally:
+                store.close()
+        except StoreUnavailableError as exc:
+            log.warning("idle report not recorded: %s", exc)
+
+    def terminated(self, query_id: str, exception: str | None) -> None:
+        if self.queries.pop(query_id, None) is None:
+            return
+        log.info("stream stopped%s", f": {exception}" if exception else "")
+
+
+_PROGRESS_LOGS: weakref.WeakKeyDictionary[SparkSession, ProgressLog] = weakref.WeakKeyDictionary()
+
+
+def progress_log(spark: SparkSession) -> ProgressLog:
+    """The session's routewatch listener, added to it on first use."""
+    listener = _PROGRESS_LOGS.get(spark)
+    if listener is None:
+        listener = _PROGRESS_LOGS[spark] = ProgressLog()
+        add_query_events(spark, QueryEvents(listener.progress, listener.terminated, listener.idle))
+    return listener

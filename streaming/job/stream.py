@@ -1,0 +1,169 @@
+"""``routewatch stream``: the long-running job over the spool or Kafka, writing to the store;
+its checkpoint check, start, and clean stop on a signal."""
+
+from __future__ import annotations
+
+import faulthandler
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from routewatch.errors import RoutewatchError
+from routewatch.store import open_store
+from streaming.engine.layout import STATE_LAYOUT
+from streaming.job.progress import progress_log
+from streaming.job.sink import job_name, store_writer
+from streaming.pipeline import changes
+from streaming.settings import StreamingSettings
+from streaming.sources.kafka import kafka_lines, kafka_records
+from streaming.sources.spool import spool_lines
+from streaming.spark.session import set_log_level, spark_session, stop_session
+
+__all__ = [
+    "LAYOUT_FILE",
+    "STOP_DEADLINE_S",
+    "check_checkpoint",
+    "exit_unless_stopped_within",
+    "run_stream",
+    "start_stream",
+]
+
+log = logging.getLogger("routewatch.stream")
+
+
+# beside Spark's own files in a checkpoint: the layout of the processor's state it holds
+LAYOUT_FILE = "routewatch-state-layout"
+
+
+def check_checkpoint(checkpoint: Path) -> None:
+    """Resume only a checkpoint whose state this version reads: a new one is marked with the
+    state layout; one marked with another, or written before layouts were marked, is refused
+    with one sentence saying what to do."""
+    marker = checkpoint / LAYOUT_FILE
+    if marker.is_file():
+        found = marker.read_text().strip()
+        if found == str(STATE_LAYOUT):
+            return
+    else:
+        offsets = checkpoint / "offsets"
+        if not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
+            checkpoint.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{STATE_LAYOUT}\n")
+            return
+        found = "an earlier one"
+    raise RoutewatchError(
+        f"the checkpoint {checkpoint} holds state in layout {found}, which this routewatch "
+        f"(layout {STATE_LAYOUT}) cannot resume: reset the job — stop it, delete the checkpoint "
+        "and the store, and start again (docs/operations.md, Resetting the job)."
+    )
+
+
+def start_stream(
+    spark: SparkSession,
+    settings: StreamingSettings,
+    source: str,
+    checkpoint: Path | None = None,
+) -> StreamingQuery:
+    """Start the long-running job over ``source`` (``spool`` or ``kafka``), writing to the
+    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given."""
+    checkpoint = checkpoint or settings.checkpoint_dir / source
+    check_checkpoint(checkpoint)
+    job = job_name(str(checkpoint))
+    open_store(settings.store_url).close()  # create and migrate before the first batch
+    if source == "spool":
+        lines = spool_lines(spark, settings)
+    else:
+        lines = kafka_lines(kafka_records(spark, settings))
+    output = changes(
+        lines,
+        lateness_ms=settings.lateness_ms,
+        dedupe_horizon_ms=settings.dedupe_horizon_ms,
+        by_event_time=source == "kafka",
+    )
+    listener = progress_log(spark)
+    query = (
+        output.writeStream.queryName(f"routewatch_{source}")
+        .foreachBatch(store_writer(settings.store_url, job, settings.retention_ms))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
+        .start()
+    )
+    listener.watch(query, settings.store_url, job)
+    log.info("stream started: query %s, checkpoint %s", query.id, checkpoint)
+    return query
+
+
+# after Ctrl-C or SIGTERM: the current batch may take this long to finish, stopping the query
+# (Spark's stopTimeout) this long, and the whole stop this long before the process exits anyway
+BATCH_PATIENCE_S = 120.0
+QUERY_STOP_TIMEOUT_S = 30
+STOP_DEADLINE_S = 180.0
+
+
+def _stop_between_batches(query: StreamingQuery, patience_s: float = BATCH_PATIENCE_S) -> None:
+    """Stop the query once its current micro-batch is done (or after ``patience_s``: a batch
+    cut short is redone from the checkpoint at the next start)."""
+    deadline = time.monotonic() + patience_s
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        query.awaitTermination(1)
+    query.stop()
+
+
+def exit_unless_stopped_within(deadline_s: float) -> threading.Timer:
+    """Exit the process (status 1) if it is still running ``deadline_s`` from now, after
+    logging why and every thread's stack: a stop that hangs (in Spark or py4j) must not keep a
+    stopped job's process, and the JVM it holds, alive. Nothing is lost: the checkpoint redoes
+    an unfinished batch at the next start, and the store applies each batch once."""
+
+    def give_up() -> None:
+        log.error(
+            "the job did not stop within %g s of the signal, so it exits without a clean "
+            "stop; the next start resumes from the checkpoint (stacks follow)",
+            deadline_s,
+        )
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(1)
+
+    timer = threading.Timer(deadline_s, give_up)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
+    """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
+    spark = spark_session(settings.session_master(), "routewatch-stream", settings.spark_conf())
+    set_log_level(spark, "WARN")
+    # (Spark's default, 0, waits for the query's thread forever)
+    spark.conf.set("spark.sql.streaming.stopTimeout", f"{QUERY_STOP_TIMEOUT_S}s")
+    query = start_stream(spark, settings, source)
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        # only a flag: the main thread may be inside a py4j call, which is not reentrant
+        stopping.append(signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        while not query.awaitTermination(1):
+            if stopping:
+                log.info("stopping (signal %d): finishing the current batch", stopping[0])
+                exit_unless_stopped_within(STOP_DEADLINE_S)
+                _stop_between_batches(query)
+                break
+    except Exception as exc:  # the query failed, or did not stop in time: say so in one line
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if not stopping:
+            raise RoutewatchError(f"the stream job failed: {first}") from None
+        log.warning("the query did not stop cleanly (%s); the next start resumes it", first)
+    finally:
+        stop_session(spark)
+    return 0
