@@ -10,7 +10,8 @@ publishes must be a contract event (``routewatch.codec.parse``), and say what th
 - a topic nobody made (auto-creation off): the pulls of the topic and of its template
   (``via_default``) answered ``TOPIC_NOT_EXIST``, then the send ``NO_ROUTE_INFO``, which the hook
   alone cannot see;
-- no NameServer address ("connect to null failed"): a ``NO_NAMESRV`` pull and send;
+- no NameServer address ("connect to null failed"): a ``NO_NAMESRV`` pull and send; an address
+  where no NameServer listens ("connect to [addr] failed"): nothing, the contract has no status;
 - a template that lacks the inherit bit (a ``createTopicKey`` naming a topic made by hand): the
   broker refuses the send, ``TOPIC_NOT_EXIST`` with that broker;
 - a template that has it (the topic named after the cluster): the fallback pull, with the
@@ -207,6 +208,18 @@ def test_no_namesrv_address_is_no_namesrv(driver: RouteDriver, spools: Path) -> 
     (send,) = _of(events, "send", topic)
     assert (send["status"], send["broker"], send["queue_id"]) == ("NO_NAMESRV", None, None)
     assert events.index(pull) < events.index(send)
+
+
+def test_an_unreachable_namesrv_is_not_mistaken_for_none(driver: RouteDriver, spools: Path) -> None:
+    # An address where no NameServer listens: the client fails the send before any request
+    # leaves it, as with no address, but this is not NO_NAMESRV; the contract has no status for
+    # it, and nothing is written (docs/hook.md, what it cannot observe).
+    _hooked(driver, spools, "unreachable", "127.0.0.1:1")
+    topic = _topic("Unreachable")
+    (outcome,) = driver.send("unreachable", topic)
+    assert not outcome.ok and outcome.exception == "java.lang.IllegalStateException", outcome
+    assert str(outcome.message).endswith("connect to [127.0.0.1:1] failed"), outcome
+    assert driver.hook_stats("unreachable", flush_ms=2_000)["accepted"] == 0
 
 
 def test_a_template_without_inherit_is_refused_by_the_broker(

@@ -315,11 +315,13 @@ public final class RoutewatchHook implements RPCHook {
         String topic = send.topic;
         String message = failure.getMessage() == null ? "" : failure.getMessage();
         int code = failure instanceof MQClientException ? ((MQClientException) failure).getResponseCode() : -1;
-        if (code == 10004 || message.startsWith("No name server address") || connectToNull(failure)) {
+        if (code == 10004 || message.startsWith("No name server address")
+                || (connectToNull(failure) && noNamesrvAddress())) {
             // The client has no NameServer address: its route request failed with "connect to
             // null failed" before leaving it. RocketMQ 4.9.8 throws that on the send
-            // (IllegalStateException wrapping RemotingConnectException); clients that catch it
-            // throw "No name server address" (NO_NAME_SERVER_EXCEPTION) instead.
+            // (IllegalStateException wrapping RemotingConnectException), and "No name server
+            // address" (NO_NAME_SERVER_EXCEPTION) where it gets that far. The address list is
+            // checked too: a client whose NameServers all refuse says "connect to [addr] failed".
             StringBuilder pull = routePull(topic, null, "NO_NAMESRV").append(",\"queues\":[]");
             emit(producerFields(pull, false));
             emit(send(topic, group(), null, null, createTopicKey(), defaultTopicQueueNums(), "NO_NAMESRV"));
@@ -336,7 +338,18 @@ public final class RoutewatchHook implements RPCHook {
         }
     }
 
-    /** "connect to null failed": a request for a NameServer when the client has none. */
+    /** Whether the started client has no NameServer address at all. */
+    private boolean noNamesrvAddress() {
+        DefaultMQProducer p = producer;
+        MQClientInstance instance = p == null ? null : p.getDefaultMQProducerImpl().getmQClientFactory();
+        if (instance == null) {
+            return false;
+        }
+        List<String> addresses = instance.getMQClientAPIImpl().getNameServerAddressList();
+        return addresses == null || addresses.isEmpty();
+    }
+
+    /** "connect to null failed": a request for a NameServer that found no channel to one. */
     private boolean connectToNull(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause()) {
             if (t instanceof RemotingConnectException && String.valueOf(t.getMessage()).contains("connect to null")) {
