@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import orjson
 
 from emitter.sim import DEFAULT_START_MS
-from routewatch.codec import encode
+from routewatch.codec import encode, encoder
 from routewatch.events import Heartbeat, QueueData, RoutePull, Send, TopicConfig
 from routewatch.rocketmq import (
     CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
@@ -108,8 +108,11 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
     schedule: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
     parts_of: list[list[bytes]] = []
     route_of: list[bytes] = []
+    topic_names = [
+        [spec.topic_name(c, t) for t in range(spec.topics)] for c in range(spec.clusters)
+    ]
     for c in range(spec.clusters):
-        names = sorted(spec.topic_name(c, t) for t in range(spec.topics))
+        names = sorted(topic_names[c])
         chunks = [names[i : i + spec.part_size] for i in range(0, len(names), spec.part_size)]
         parts_of.append([orjson.dumps(dict.fromkeys(chunk, config)) for chunk in chunks])
         route_of.append(
@@ -138,7 +141,7 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
                 spec.cluster_name(c),
                 client_id,
                 f"group-{p:04d}",
-                [spec.topic_name(c, t) for t in picks],
+                [topic_names[c][t] for t in picks],
             )
         )
         schedule[rng.randrange(POLL_NAMESRV_INTERVAL_MS)].append(("pull", p))
@@ -206,6 +209,8 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
             count += 1
 
     n_producers = len(producers)
+    n_brokers, n_queues = spec.brokers, spec.queues
+    encode_send = encoder(Send)
     owed = 0.0
     per_ms = spec.send_rate / 1000
     sent = 0
@@ -219,11 +224,11 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
         owed += per_ms
         while owed >= 1 and n_producers:
             owed -= 1
-            cluster, client_id, group, topics = producers[sent % n_producers]
-            c = sent % n_producers % spec.clusters
+            p = sent % n_producers
+            cluster, client_id, group, topics = producers[p]
             seq += 1
             write_line(
-                encode(
+                encode_send(
                     Send(
                         ts=ts,
                         cluster=cluster,
@@ -232,8 +237,8 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
                         client_id=client_id,
                         group=group,
                         topic=topics[sent // n_producers % len(topics)],
-                        broker=broker_names[c][sent % spec.brokers],
-                        queue_id=sent // spec.brokers % spec.queues,
+                        broker=broker_names[p % spec.clusters][sent % n_brokers],
+                        queue_id=sent // n_brokers % n_queues,
                         default_topic=TBW102,
                         default_topic_queue_nums=CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
                         status="SEND_OK",
