@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from api.settings import ApiSettings
+from emitter.collect.settings import CollectSettings
 from emitter.settings import EmitterSettings
 from routewatch.events import EVENT_CLASSES
 from routewatch.settings import ENV_PREFIX, Settings
@@ -23,7 +24,9 @@ from streaming.stages.read import validate_batches
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("settings", [Settings, EmitterSettings, StreamingSettings, ApiSettings])
+@pytest.mark.parametrize(
+    "settings", [Settings, EmitterSettings, CollectSettings, StreamingSettings, ApiSettings]
+)
 def test_every_setting_is_in_the_operations_guide(settings: type[Settings]) -> None:
     guide = (REPO / "docs" / "operations.md").read_text()
     missing = [
