@@ -7,6 +7,7 @@ publishes must be a contract event (``routewatch.codec.parse``), and say what th
 
 - a topic made by hand: a ``route_pull`` per route query with the NameServer's route, a ``send``
   per message with the broker, queue and status the client returned;
+- asynchronous sends: the same ``send`` events, from their callbacks;
 - a topic nobody made (auto-creation off): the pulls of the topic and of its template
   (``via_default``) answered ``TOPIC_NOT_EXIST``, then the send ``NO_ROUTE_INFO``, which the hook
   alone cannot see;
@@ -159,6 +160,27 @@ def test_pulls_and_sends_of_a_topic_made_by_hand(
     assert events.index(pulls[0]) < events.index(sends[0])
     # Published atomically: no hidden file is left behind.
     assert not [p for p in (spools / "made").iterdir() if p.name.startswith(".")]
+
+
+def test_asynchronous_sends_are_recorded_from_their_callback(
+    cluster: RocketMQCluster, driver: RouteDriver, spools: Path
+) -> None:
+    # RocketMQ 4.9.8 calls no hook after an asynchronous response: the callback tells.
+    topic = _topic("Async")
+    cluster.update_topic(topic, cluster=CLUSTER, read_queues=4, write_queues=4)
+    _hooked(driver, spools, "async", cluster.namesrv_addr())
+    outcomes = driver.send("async", topic, count=4, asynchronous=True)
+    assert all(o.ok for o in outcomes), outcomes
+    absent = _topic("AsyncAbsent")
+    (failed,) = driver.send("async", absent, asynchronous=True)
+    assert str(failed.message).startswith(f"No route info of this topic: {absent}"), failed
+
+    events = _events(driver, spools, "async")
+    assert [(s["status"], s["broker"], s["queue_id"]) for s in _of(events, "send", topic)] == [
+        (o.status, o.broker, o.queue_id) for o in outcomes
+    ]
+    (send,) = _of(events, "send", absent)
+    assert (send["status"], send["broker"], send["queue_id"]) == ("NO_ROUTE_INFO", None, None)
 
 
 def test_a_topic_nobody_made_is_no_route_info(

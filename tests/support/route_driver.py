@@ -336,9 +336,16 @@ class RouteDriver:
         )
 
     def send(
-        self, producer: str, topic: str, count: int = 1, spacing_ms: int = 0
+        self,
+        producer: str,
+        topic: str,
+        count: int = 1,
+        spacing_ms: int = 0,
+        *,
+        asynchronous: bool = False,
     ) -> list[SendOutcome]:
-        """``count`` sends of one message each, ``spacing_ms`` apart; their outcomes."""
+        """``count`` sends of one message each, ``spacing_ms`` apart; their outcomes.
+        ``asynchronous``: each through ``send(message, callback)``, waited for."""
         events = self.command(
             {
                 "send": {
@@ -346,6 +353,7 @@ class RouteDriver:
                     "topic": topic,
                     "count": count,
                     "spacingMs": spacing_ms,
+                    "async": asynchronous,
                 }
             }
         )

@@ -13,7 +13,8 @@
  *                 "retryTimesWhenSendFailed", "vipChannelEnabled", "rpcHook" (a class name),
  *                 "routewatch": {"spoolDir", "cluster", "queueCapacity", "rollEvents",
  *                                "rollIntervalMs"} (absent: no hook library)}}
- *   {"send": {"producer", "topic", "count" (1), "spacingMs" (0), "tag", "body"}}
+ *   {"send": {"producer", "topic", "count" (1), "spacingMs" (0), "tag", "body", "async" (false:
+ *             send(message); true: send(message, callback), waited for)}}
  *   {"wait": MILLISECONDS}
  *   {"route": {"producer", "topic"}}         the producer's cached route of the topic
  *   {"refresh": {"producer", "topic"}}       the producer refreshes that route from its NameServer
@@ -49,10 +50,14 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.impl.producer.TopicPublishInfo;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -270,6 +275,7 @@ public final class RouteDriver {
         long spacing = spec.getLongValue("spacingMs");
         String tag = spec.containsKey("tag") ? spec.getString("tag") : "routewatch";
         String body = spec.containsKey("body") ? spec.getString("body") : "routewatch";
+        boolean async = spec.getBooleanValue("async");
         for (int i = 0; i < count; i++) {
             if (i > 0 && spacing > 0) {
                 Thread.sleep(spacing);
@@ -281,7 +287,7 @@ public final class RouteDriver {
             long start = System.nanoTime();
             try {
                 Message message = new Message(topic, tag, (body + " " + i).getBytes(StandardCharsets.UTF_8));
-                SendResult result = producer.send(message);
+                SendResult result = async ? sendAsync(producer, message) : producer.send(message);
                 e.put("status", result.getSendStatus().name());
                 e.put("broker", result.getMessageQueue().getBrokerName());
                 e.put("queueId", result.getMessageQueue().getQueueId());
@@ -299,6 +305,28 @@ public final class RouteDriver {
             }
             e.put("elapsedMs", (System.nanoTime() - start) / 1_000_000);
             emit(e);
+        }
+    }
+
+    /** An asynchronous send (with a callback), waited for: its result, or what it failed with. */
+    static SendResult sendAsync(DefaultMQProducer producer, Message message) throws Exception {
+        CompletableFuture<SendResult> outcome = new CompletableFuture<>();
+        producer.send(message, new SendCallback() {
+            @Override
+            public void onSuccess(SendResult result) {
+                outcome.complete(result);
+            }
+
+            @Override
+            public void onException(Throwable e) {
+                outcome.completeExceptionally(e);
+            }
+        });
+        try {
+            return outcome.get(producer.getSendMsgTimeout() + 10_000L, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof Exception ? (Exception) cause : e;
         }
     }
 

@@ -8,9 +8,12 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader;
 import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeaderV2;
 import org.apache.rocketmq.common.protocol.header.namesrv.GetRouteInfoRequestHeader;
@@ -310,7 +313,35 @@ public final class RoutewatchHook implements RPCHook {
         }
     }
 
-    /** A send (or an asynchronous one, through its callback) failed before or on the wire. */
+    /**
+     * An asynchronous send's outcome, through its callback: RocketMQ 4.9.8 calls the hook after a
+     * response for synchronous requests only (NettyRemotingClient.invokeSync), so the callback is
+     * where an asynchronous send's outcome is seen. {@code failure} null: {@code result} holds it.
+     */
+    void completedAsync(String topic, SendResult result, Throwable failure) {
+        try {
+            if (failure == null) {
+                MessageQueue queue = result.getMessageQueue();
+                emit(send(topic, group(), queue == null ? null : queue.getBrokerName(),
+                    queue == null ? null : queue.getQueueId(), createTopicKey(), defaultTopicQueueNums(),
+                    result.getSendStatus().name()));
+                return;
+            }
+            for (Throwable t = failure; t != null; t = t.getCause()) {
+                if (t instanceof MQBrokerException && ((MQBrokerException) t).getResponseCode() == TOPIC_NOT_EXIST) {
+                    // The last refusal only: the attempts before it are not seen.
+                    emit(send(topic, group(), broker(((MQBrokerException) t).getBrokerAddr()), null,
+                        createTopicKey(), defaultTopicQueueNums(), "TOPIC_NOT_EXIST"));
+                    return;
+                }
+            }
+            failed(new SendContext(topic), failure);
+        } catch (RuntimeException | LinkageError e) {
+            internalErrors.incrementAndGet();
+        }
+    }
+
+    /** A send failed before or on the wire. */
     void failed(SendContext send, Throwable failure) {
         String topic = send.topic;
         String message = failure.getMessage() == null ? "" : failure.getMessage();

@@ -136,9 +136,11 @@ public class RoutewatchProducer extends DefaultMQProducer {
     }
 
     /**
-     * An asynchronous send: its failures before the wire reach the callback, and are recorded
-     * there. (Its route pulls run on the client's executor, outside any send this class sees, so
-     * a fallback pull of the template topic is written as a pull of the template topic itself.)
+     * An asynchronous send: RocketMQ 4.9.8 calls no hook after an asynchronous response, so its
+     * outcome is recorded from the callback (delivered: broker, queue and status; refused:
+     * {@code TOPIC_NOT_EXIST} for the last broker tried; "No route info", no NameServer). Its
+     * route pulls run on the client's executor, outside any send this class sees, so a fallback
+     * pull of the template topic is written as a pull of the template topic itself.
      */
     @Override
     public void send(Message msg, SendCallback sendCallback)
@@ -160,16 +162,13 @@ public class RoutewatchProducer extends DefaultMQProducer {
         return new SendCallback() {
             @Override
             public void onSuccess(SendResult sendResult) {
+                routewatch.completedAsync(topic, sendResult, null);
                 callback.onSuccess(sendResult);
             }
 
             @Override
             public void onException(Throwable e) {
-                try {
-                    routewatch.failed(new RoutewatchHook.SendContext(topic), e);
-                } catch (RuntimeException | LinkageError ignored) {
-                    // never into the application
-                }
+                routewatch.completedAsync(topic, null, e);
                 callback.onException(e);
             }
         };
