@@ -19,18 +19,19 @@ from pathlib import Path
 from routewatch.testing.java import compile_cached
 from routewatch.testing.rocketmq import HOME_VARIABLE, RocketMQNotFoundError, rocketmq_home
 
-__all__ = ["CACHE", "JAR", "MARKER", "SOURCES", "build", "build_jar", "main"]
+__all__ = ["CACHE", "JAR", "MARKER", "RELEASE", "SOURCES", "build", "build_jar", "main"]
 
 ROOT = Path(__file__).resolve().parent / "java"
 SOURCES = tuple(sorted(ROOT.rglob("*.java")))
 CACHE = Path(__file__).resolve().parents[2] / ".cache" / "routewatch-hook"
 MARKER = "io/routewatch/hook/RoutewatchProducer.class"
 JAR = "routewatch-hook.jar"
+RELEASE = 8  # what RocketMQ 4.9's client runs on
 
 
 def build(home: Path | None = None) -> Path:
     """The directory of the compiled library for the distribution ``home``, built if needed."""
-    return compile_cached(SOURCES, CACHE, MARKER, home or rocketmq_home())
+    return compile_cached(SOURCES, CACHE, MARKER, home or rocketmq_home(), release=RELEASE)
 
 
 def build_jar(home: Path | None = None) -> Path:

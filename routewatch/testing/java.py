@@ -24,17 +24,21 @@ def javac(
     into: Path,
     home: Path | None = None,
     classpath: Iterable[Path] = (),
+    release: int | None = None,
 ) -> None:
     """Compile ``sources`` against the distribution's jars (and ``classpath``) into the directory
-    ``into``, as ``javac -cp '<rocketmq>/lib/*'``."""
+    ``into``, as ``javac -cp '<rocketmq>/lib/*'``; for the Java ``release`` given (default: the
+    JDK's own)."""
     home = home or rocketmq_home()
     compiler = shutil.which("javac")
     if compiler is None:
         raise RocketMQNotFoundError("Compiling against RocketMQ needs `javac`: install a JDK 17.")
     files = [sources] if isinstance(sources, Path) else list(sources)
     jars = os.pathsep.join([str(home / "lib" / "*"), *map(str, classpath)])
+    target = [] if release is None else ["--release", str(release)]
     result = subprocess.run(
-        [compiler, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(into), *map(str, files)],
+        [compiler, "-nowarn", *target, "-encoding", "UTF-8", "-cp", jars, "-d", str(into)]
+        + [str(f) for f in files],
         capture_output=True,
         text=True,
         timeout=300,
@@ -51,6 +55,7 @@ def compile_cached(
     marker: str,
     home: Path | None = None,
     classpath: Sequence[Path] = (),
+    release: int | None = None,
 ) -> Path:
     """The directory of ``sources`` compiled for the distribution ``home`` (and ``classpath``)
     under ``cache``, compiled if needed; ``marker`` is a class file's path inside it whose
@@ -62,6 +67,7 @@ def compile_cached(
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     for entry in classpath:
         digest.update(str(entry).encode())
+    digest.update(f"release={release}".encode())
     for jar in sorted((home / "lib").glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
     classes = cache / digest.hexdigest()[:16]
@@ -70,7 +76,7 @@ def compile_cached(
     cache.mkdir(parents=True, exist_ok=True)
     building = cache / f".building-{uuid.uuid4().hex}"
     try:
-        javac(sources, building, home, classpath)
+        javac(sources, building, home, classpath, release)
         building.rename(classes)
     except OSError:  # another process got there first
         pass

@@ -2,6 +2,7 @@ package io.routewatch.hook;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,7 +38,7 @@ public final class SpoolWriter {
     private final RoutewatchConfig config;
     private final ArrayBlockingQueue<String> queue;
     private final String run = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
-    private final long pid = ProcessHandle.current().pid();
+    private final String pid = processId();
     private final Thread thread;
 
     private final AtomicLong accepted = new AtomicLong();
@@ -63,6 +64,14 @@ public final class SpoolWriter {
         this.thread = new Thread(this::loop, "routewatch-hook-spool-" + run);
         this.thread.setDaemon(true);
         this.thread.start();
+    }
+
+    /** The process id (Java 8 has no ProcessHandle): the runtime's name is "pid@host". */
+    private static String processId() {
+        String name = ManagementFactory.getRuntimeMXBean().getName();
+        int at = name.indexOf('@');
+        String pid = at > 0 ? name.substring(0, at) : "";
+        return pid.matches("[0-9]+") ? pid : "0";
     }
 
     /** Queue one event line; false (and counted) if it was dropped. Never blocks, never throws. */
@@ -178,7 +187,7 @@ public final class SpoolWriter {
             }
             long mtime = Math.max(System.currentTimeMillis() * 1_000_000L, lastMtimeNs + 1_000_000L);
             Files.setLastModifiedTime(tmp, FileTime.from(mtime, TimeUnit.NANOSECONDS));
-            String name = String.format("%020d-%d-%s-%08d.jsonl", mtime, pid, run, number);
+            String name = String.format("%020d-%s-%s-%08d.jsonl", mtime, pid, run, number);
             Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
             lastMtimeNs = mtime;
             written.addAndGet(lines.size());
