@@ -3,8 +3,7 @@ distribution's client jars, into ``.cache/routewatch-hook/<digest>/`` (ignored b
 it as ``routewatch-hook.jar`` there when the JDK's ``jar`` is present.
 
 ``python -m emitter.hook.build [ROCKETMQ_HOME]`` prints the jar's path (or the class directory's
-without ``jar``); the distribution defaults to ``ROUTEWATCH_TEST_ROCKETMQ_HOME``, else
-``ROCKETMQ_HOME``. Nothing it builds is committed.
+without ``jar``); the distribution defaults to ``ROCKETMQ_HOME``. Nothing it builds is committed.
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from routewatch.testing.java import compile_cached
-from routewatch.testing.rocketmq import HOME_VARIABLE, RocketMQNotFoundError, rocketmq_home
+from routewatch.errors import RoutewatchError
+from routewatch.java import compile_cached
 
 __all__ = ["CACHE", "JAR", "MARKER", "RELEASE", "SOURCES", "build", "build_jar", "main"]
 
@@ -29,12 +28,12 @@ JAR = "routewatch-hook.jar"
 RELEASE = 8  # what RocketMQ 4.9's client runs on
 
 
-def build(home: Path | None = None) -> Path:
+def build(home: Path) -> Path:
     """The directory of the compiled library for the distribution ``home``, built if needed."""
-    return compile_cached(SOURCES, CACHE, MARKER, home or rocketmq_home(), release=RELEASE)
+    return compile_cached(SOURCES, CACHE, MARKER, home, release=RELEASE)
 
 
-def build_jar(home: Path | None = None) -> Path:
+def build_jar(home: Path) -> Path:
     """The library as a jar beside its classes (``routewatch-hook.jar``), packed if needed;
     the class directory itself when the JDK has no ``jar`` tool."""
     classes = build(home)
@@ -59,15 +58,15 @@ def build_jar(home: Path | None = None) -> Path:
 
 
 def _home(argv: list[str]) -> Path:
-    value = argv[0] if argv else os.environ.get(HOME_VARIABLE) or os.environ.get("ROCKETMQ_HOME")
+    value = argv[0] if argv else os.environ.get("ROCKETMQ_HOME")
     if not value:
-        raise RocketMQNotFoundError(
+        raise RoutewatchError(
             "name a RocketMQ 4.9.x distribution: python -m emitter.hook.build <its folder>, or set "
             "ROCKETMQ_HOME."
         )
     home = Path(value).resolve()
     if not any((home / "lib").glob("rocketmq-client-*.jar")):
-        raise RocketMQNotFoundError(
+        raise RoutewatchError(
             f"{value} is not a RocketMQ distribution (no lib/rocketmq-client-*.jar): name a "
             "RocketMQ 4.9.x folder."
         )
@@ -78,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         print(build_jar(_home(args)))
-    except (RocketMQNotFoundError, RuntimeError, OSError, subprocess.SubprocessError) as exc:
+    except (RoutewatchError, OSError, subprocess.SubprocessError) as exc:
         print(f"routewatch hook build: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
     return 0

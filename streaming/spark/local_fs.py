@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import subprocess
 import tempfile
 import zipfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pyspark
 
-__all__ = ["NO_FORK_FS_CLASS", "SOURCE", "cache_dir", "find_javac", "no_fork_jar"]
+__all__ = ["NO_FORK_FS_CLASS", "SOURCE", "cache_dir", "no_fork_jar"]
 
 log = logging.getLogger("routewatch.stream")
 
@@ -40,14 +39,6 @@ COMPILE_TIMEOUT_S = 120
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "routewatch"
-
-
-def find_javac() -> str | None:
-    """The JDK's compiler: ``$JAVA_HOME/bin/javac``, else the one on the PATH."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and os.access(Path(java_home) / "bin" / "javac", os.X_OK):
-        return str(Path(java_home) / "bin" / "javac")
-    return shutil.which("javac")
 
 
 def _hadoop_jars() -> list[Path]:

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from routewatch.java import find_javac
 from streaming.settings import under_spark_submit
-from streaming.spark.local_fs import NO_FORK_FS_CLASS, cache_dir, find_javac, no_fork_jar
+from streaming.spark.local_fs import NO_FORK_FS_CLASS, cache_dir, no_fork_jar
 
 __all__ = [
     "BASE_CONF",

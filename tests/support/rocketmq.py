@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from routewatch.java import find_javac
 from routewatch.testing.rocketmq import (
     ClusterSpec,
     RocketMQCluster,
@@ -23,9 +24,12 @@ __all__ = ["module_cluster", "require_rocketmq"]
 def require_rocketmq() -> Path:
     """The RocketMQ distribution, or skip the test with the sentence saying what to set."""
     try:
-        return rocketmq_home()
+        home = rocketmq_home()
     except RocketMQNotFoundError as exc:
         pytest.skip(str(exc))
+    if find_javac() is None:
+        pytest.skip("RocketMQ tests need a JDK's javac (17) for the client driver: install one.")
+    return home
 
 
 def module_cluster(spec: ClusterSpec) -> Any:

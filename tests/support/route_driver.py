@@ -29,7 +29,7 @@ from typing import IO, Any
 import pytest
 
 from emitter.hook.build import build as build_hook
-from routewatch.testing.java import compile_cached, javac
+from routewatch.java import compile_cached, javac
 from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import (
     JAVA17_OPTS,

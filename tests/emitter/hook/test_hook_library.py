@@ -15,7 +15,7 @@ import pytest
 
 from emitter.hook.build import build
 from routewatch.codec import parse
-from routewatch.testing.java import compile_cached
+from routewatch.java import compile_cached
 from routewatch.validation import BadInput
 from tests.support.rocketmq import require_rocketmq
 

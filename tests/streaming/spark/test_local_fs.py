@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from streaming.spark.local_fs import NO_FORK_FS_CLASS, find_javac, no_fork_jar
+from routewatch.java import find_javac
+from streaming.spark.local_fs import NO_FORK_FS_CLASS, no_fork_jar
 from streaming.spark.session import (
     LOCAL_CHECKPOINT_FS,
     LOCAL_CHECKPOINT_FS_KEY,

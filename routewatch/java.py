@@ -1,7 +1,8 @@
 """Java sources compiled with the JDK's ``javac`` against a RocketMQ distribution's ``lib/*``, into
 a cache directory named by a digest of the sources and the distribution's jars (a changed source
-or distribution gets a new directory), for the real-RocketMQ harness and the client hook library
-(``emitter/hook``). No build tool: Maven Central is not needed, and nothing compiled is committed.
+or distribution gets a new directory): the client hook library (``emitter/hook``) and the
+real-RocketMQ harness's driver. No build tool: Maven Central is not needed, and nothing compiled
+is committed.
 """
 
 from __future__ import annotations
@@ -14,25 +15,36 @@ import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from routewatch.testing.rocketmq import RocketMQNotFoundError, rocketmq_home
+from routewatch.errors import RoutewatchError
 
-__all__ = ["compile_cached", "javac"]
+__all__ = ["JavaBuildError", "compile_cached", "find_javac", "javac"]
+
+
+class JavaBuildError(RoutewatchError):
+    """No JDK compiler, or ``javac`` failed; the message says which."""
+
+
+def find_javac() -> str | None:
+    """The JDK's compiler: ``$JAVA_HOME/bin/javac``, else the one on the PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(Path(java_home) / "bin" / "javac", os.X_OK):
+        return str(Path(java_home) / "bin" / "javac")
+    return shutil.which("javac")
 
 
 def javac(
     sources: Path | Sequence[Path],
     into: Path,
-    home: Path | None = None,
+    home: Path,
     classpath: Iterable[Path] = (),
     release: int | None = None,
 ) -> None:
     """Compile ``sources`` against the distribution's jars (and ``classpath``) into the directory
     ``into``, as ``javac -cp '<rocketmq>/lib/*'``; for the Java ``release`` given (default: the
     JDK's own)."""
-    home = home or rocketmq_home()
-    compiler = shutil.which("javac")
+    compiler = find_javac()
     if compiler is None:
-        raise RocketMQNotFoundError("Compiling against RocketMQ needs `javac`: install a JDK 17.")
+        raise JavaBuildError("compiling against RocketMQ needs a JDK's javac: install a JDK 17.")
     files = [sources] if isinstance(sources, Path) else list(sources)
     jars = os.pathsep.join([str(home / "lib" / "*"), *map(str, classpath)])
     target = [] if release is None else ["--release", str(release)]
@@ -46,14 +58,14 @@ def javac(
     )
     if result.returncode != 0:
         names = ", ".join(str(f) for f in files)
-        raise RuntimeError(f"javac could not compile {names}:\n{result.stdout}{result.stderr}")
+        raise JavaBuildError(f"javac could not compile {names}:\n{result.stdout}{result.stderr}")
 
 
 def compile_cached(
     sources: Sequence[Path],
     cache: Path,
     marker: str,
-    home: Path | None = None,
+    home: Path,
     classpath: Sequence[Path] = (),
     release: int | None = None,
 ) -> Path:
@@ -61,7 +73,6 @@ def compile_cached(
     under ``cache``, compiled if needed; ``marker`` is a class file's path inside it whose
     presence means the directory is complete. Built under a hidden name and renamed into place,
     so concurrent builds never see half a directory."""
-    home = home or rocketmq_home()
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
