@@ -2,7 +2,7 @@
 this folder (``*.frame``: each is one whole frame as it came off the socket, its 4-byte length
 included). Run once, by hand, with a distribution configured:
 
-    ROUTEWATCH_TEST_ROCKETMQ_HOME=/work/shared/rocketmq .venv/bin/python \
+    ROUTEWATCH_TEST_ROCKETMQ_HOME=/path/to/rocketmq-4.9.8 .venv/bin/python \
         tests/routewatch/data/capture_frames.py
 
 It starts one NameServer, broker-a with a slave and broker-b (DefaultCluster), makes the topics
@@ -25,6 +25,17 @@ from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, running_cluster
 HERE = Path(__file__).parent
 LEGACY = 399  # V4_9_3: the NameServer answers routes in fastjson's notation
 CURRENT = 413  # V4_9_8: standard JSON for routes
+
+
+# where the distribution was found is of this machine only: the broker's configuration names it
+HOME_SHOWN = b"/opt/rocketmq-4.9.8"
+
+
+def redacted(frame: bytes, home: Path) -> bytes:
+    """``frame`` with the distribution's folder written as :data:`HOME_SHOWN`, its length
+    adjusted (the header length and the header are unchanged)."""
+    rest = frame[4:].replace(str(home).encode(), HOME_SHOWN)
+    return struct.pack(">I", len(rest)) + rest
 
 
 def capture(addr: str, code: int, ext: dict[str, str], version: int, body: bytes = b"") -> bytes:
@@ -90,7 +101,7 @@ def main() -> int:
         }
         addrs = {"ns1": ns, **{k: v.addr for k, v in cluster.brokers.items()}}
     for name, frame in frames.items():
-        (HERE / f"{name}.frame").write_bytes(frame)
+        (HERE / f"{name}.frame").write_bytes(redacted(frame, cluster.home))
         print(f"{name}: {len(frame)} bytes")
     (HERE / "addresses.json").write_text(json.dumps(addrs, indent=1) + "\n")
     return 0
