@@ -6,10 +6,12 @@ import argparse
 import logging
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
+from emitter.collect.forward import DeliveringSink, Forwarder
 from emitter.collect.metrics import Counters, MetricsServer
 from emitter.collect.poller import Poller
 from emitter.collect.settings import CollectSettings
@@ -26,16 +28,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "collect",
         help="watch a live RocketMQ cluster's NameServers and brokers, write heartbeat events",
         description="Poll every NameServer and the brokers they list over RocketMQ's protocol "
-        "and write what each NameServer holds as heartbeat events (docs/collect.md), until "
-        "Ctrl-C or SIGTERM. Sink and collector settings come from ROUTEWATCH_*.",
+        "and write what each NameServer holds as heartbeat events, and forward the client "
+        "library's spool files to the same sink (docs/collect.md), until Ctrl-C or SIGTERM. "
+        "Sink and collector settings come from ROUTEWATCH_*.",
     )
     parser.add_argument(
         "--namesrv",
         metavar="HOST:PORT[;HOST:PORT]",
         help="the NameServers, as a client's namesrvAddr (default ROUTEWATCH_COLLECT_NAMESRV)",
     )
+    parser.add_argument(
+        "--forward",
+        metavar="DIR",
+        action="append",
+        type=Path,
+        help="a spool directory of the client library whose files are forwarded to the sink "
+        "and then removed; repeat for several (default ROUTEWATCH_COLLECT_FORWARD_DIRS)",
+    )
     parser.add_argument("--to", choices=["kafka", "spool", "stdout"], required=True)
-    parser.add_argument("--once", action="store_true", help="poll once, write, and exit")
+    parser.add_argument(
+        "--once", action="store_true", help="poll and forward once, write, and exit"
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -58,13 +71,45 @@ def namesrv_list(text: str) -> list[str]:
     return addrs
 
 
+def forward_dirs(given: list[Path], to: str, spool_dir: Path) -> list[Path]:
+    """The directories to forward, absolute; a :class:`RoutewatchError` for one named twice,
+    or for the spool ``collect`` itself writes to."""
+    dirs = [path.absolute() for path in given]
+    for path in dirs:
+        if dirs.count(path) > 1:
+            raise RoutewatchError(f"--forward names {path} twice: name each directory once.")
+        if to == "spool" and path == spool_dir.absolute():
+            raise RoutewatchError(
+                f"--forward {path} is the spool collect writes to (ROUTEWATCH_SPOOL_DIR): "
+                "forward a client library's spool into Kafka or into another spool."
+            )
+    return dirs
+
+
+def what_to_do(namesrv: str, forward: list[Path]) -> list[str]:
+    """The NameServers to watch (none when only forwarding); a :class:`RoutewatchError` when
+    there is nothing to do."""
+    if not namesrv.strip() and forward:
+        return []
+    if not namesrv.strip():
+        raise RoutewatchError(
+            "nothing to collect: give --namesrv 'host:port;host:port' (or set "
+            "ROUTEWATCH_COLLECT_NAMESRV) to watch a cluster, --forward DIR (or set "
+            "ROUTEWATCH_COLLECT_FORWARD_DIRS) to forward a client library's spool, or both."
+        )
+    return namesrv_list(namesrv)
+
+
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="routewatch collect: %(message)s")
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     settings = load(CollectSettings)
-    namesrvs = namesrv_list(args.namesrv or settings.collect_namesrv)
+    forward = forward_dirs(
+        args.forward or list(settings.collect_forward_dirs), args.to, settings.spool_dir
+    )
+    namesrvs = what_to_do(args.namesrv or settings.collect_namesrv, forward)
     counters = Counters()
-    sink = sink_for(args.to, settings)
+    sink = DeliveringSink(sink_for(args.to, settings))
     metrics = None
     if settings.collect_metrics_port:
         try:
@@ -74,7 +119,8 @@ def _run(args: argparse.Namespace) -> int:
                 f"cannot serve /metrics on 127.0.0.1:{settings.collect_metrics_port} "
                 f"({exc.strerror}): set ROUTEWATCH_COLLECT_METRICS_PORT to a free port, or 0."
             ) from None
-    poller = Poller(namesrvs, counters, settings.collect_timeout_s)
+    poller = Poller(namesrvs, counters, settings.collect_timeout_s) if namesrvs else None
+    forwarder = Forwarder(forward, sink, counters) if forward else None
     collector = Collector(
         poller,
         Deriver(settings.collect_heartbeat_interval_s),
@@ -82,6 +128,8 @@ def _run(args: argparse.Namespace) -> int:
         counters,
         settings.collect_poll_interval_s,
         settings.collect_log_interval_s,
+        forwarder,
+        settings.collect_forward_interval_s,
     )
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -93,22 +141,30 @@ def _run(args: argparse.Namespace) -> int:
         "spool": f"the spool {settings.spool_dir}",
         "stdout": "stdout",
     }[args.to]
+    doing = []
+    if namesrvs:
+        doing.append(f"watching {';'.join(namesrvs)} every {settings.collect_poll_interval_s:g} s")
+    if forward:
+        doing.append(
+            f"forwarding the files of {', '.join(map(str, forward))} every "
+            f"{settings.collect_forward_interval_s:g} s"
+        )
     logging.getLogger("routewatch.collect").info(
-        "watching %s every %g s, writing to %s%s.",
-        ";".join(namesrvs),
-        settings.collect_poll_interval_s,
+        "%s, writing to %s%s.",
+        " and ".join(doing),
         where,
         f", /metrics on 127.0.0.1:{metrics.port}" if metrics else "",
     )
     try:
         if args.once:
-            collector.poll_once()
+            collector.once()
         else:
             collector.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        poller.close()
+        if poller is not None:
+            poller.close()
         written = sink.close()
         if metrics is not None:
             metrics.close()

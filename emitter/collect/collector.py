@@ -1,4 +1,5 @@
-"""The collector's loop: poll, derive, write, until stopped."""
+"""The collector's loop: poll, derive, write, and forward the client library's files, until
+stopped."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 import time
 
 from emitter.collect.derive import Deriver
+from emitter.collect.forward import Forwarder
 from emitter.collect.metrics import Counters
 from emitter.collect.poller import Poller
 from emitter.replay.sinks import Sink
@@ -19,16 +21,20 @@ log = logging.getLogger("routewatch.collect")
 
 class Collector:
     """Polls every ``poll_interval_s`` and writes the heartbeats each poll calls for to
-    ``sink``, until :meth:`stop` (from a signal handler or another thread)."""
+    ``sink``, and forwards the client library's files every ``forward_interval_s`` into the
+    same sink, until :meth:`stop` (from a signal handler or another thread). Without a poller
+    it only forwards; without a forwarder it only polls."""
 
     def __init__(
         self,
-        poller: Poller,
+        poller: Poller | None,
         deriver: Deriver,
         sink: Sink,
         counters: Counters,
         poll_interval_s: float,
         log_interval_s: float = 60.0,
+        forwarder: Forwarder | None = None,
+        forward_interval_s: float = 1.0,
     ) -> None:
         self.poller = poller
         self.deriver = deriver
@@ -36,13 +42,28 @@ class Collector:
         self.counters = counters
         self.poll_interval_s = poll_interval_s
         self.log_interval_s = log_interval_s
+        self.forwarder = forwarder
+        self.forward_interval_s = forward_interval_s
         self._stop = threading.Event()
 
     def stop(self) -> None:
         self._stop.set()
+        if self.forwarder is not None:
+            self.forwarder.stop()  # stops waiting for a delivery: its files stay
+
+    def once(self) -> None:
+        """One poll and one look into the forwarded directories (``--once``)."""
+        self.poll_once()
+        self.forward_once()
+
+    def forward_once(self) -> int:
+        """One look into the forwarded directories; how many events were forwarded."""
+        return self.forwarder.forward_once() if self.forwarder is not None else 0
 
     def poll_once(self) -> int:
         """One poll; how many events it wrote."""
+        if self.poller is None:
+            return 0
         snap = self.poller.poll(self.deriver.known)
         events = self.deriver.derive(snap)
         for event in events:
@@ -52,19 +73,30 @@ class Collector:
         return len(events)
 
     def run(self) -> None:
-        next_poll = time.monotonic()
-        next_log = next_poll + self.log_interval_s
+        start = time.monotonic()
+        never = float("inf")
+        next_poll = start if self.poller is not None else never
+        next_forward = start if self.forwarder is not None else never
+        next_log = start + self.log_interval_s
         while not self._stop.is_set():
-            self.poll_once()
-            next_poll += self.poll_interval_s
+            if time.monotonic() >= next_poll:
+                self.poll_once()
+                next_poll = _next(next_poll, self.poll_interval_s)
+            if time.monotonic() >= next_forward and not self._stop.is_set():
+                self.forward_once()
+                next_forward = _next(next_forward, self.forward_interval_s)
             now = time.monotonic()
-            if next_poll < now:  # a poll took longer than the interval: start again from now
-                next_poll = now
             if now >= next_log:
                 log.info("%s.", self.counters.summary())
                 next_log = now + self.log_interval_s
+            due = min(next_poll, next_forward)
             # the spool publishes a file whose roll interval passed while we wait
-            while not self._stop.wait(min(0.1, max(next_poll - time.monotonic(), 0))):
+            while not self._stop.wait(min(0.1, max(due - time.monotonic(), 0))):
                 self.sink.poll()
-                if time.monotonic() >= next_poll:
+                if time.monotonic() >= due:
                     break
+
+
+def _next(previous: float, interval_s: float) -> float:
+    """When the next round is due; one that took longer than the interval starts again now."""
+    return max(previous + interval_s, time.monotonic())

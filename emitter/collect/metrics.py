@@ -19,6 +19,22 @@ _HELP = {
         "gauge",
         "NameServers and brokers that did not answer the last poll, by target kind.",
     ),
+    "routewatch_collect_forward_files_total": (
+        "counter",
+        "Client-library spool files forwarded to the sink and removed.",
+    ),
+    "routewatch_collect_forward_events_total": (
+        "counter",
+        "Client-library events forwarded to the sink (counted once delivered).",
+    ),
+    "routewatch_collect_forward_lines_skipped_total": (
+        "counter",
+        "Lines of forwarded files that are not contract events, skipped.",
+    ),
+    "routewatch_collect_forward_errors_total": (
+        "counter",
+        "Forwarding failures, by reason (list, read, delivery, remove); each is retried.",
+    ),
 }
 
 
@@ -59,14 +75,28 @@ class Counters:
                 lines.append(f"{name}{{{label}}} {value:g}" if label else f"{name} {value:g}")
         return "\n".join(lines) + "\n"
 
+    def has(self, name: str) -> bool:
+        """Whether any series of ``name`` was counted (even by 0)."""
+        with self._lock:
+            return any(n == name for n, _ in self._values)
+
     def summary(self) -> str:
-        """One line for the log."""
-        return (
+        """One line for the log; the forwarding part once something forwards."""
+        text = (
             f"{self.get('routewatch_collect_polls_total'):g} polls, "
             f"{self.get('routewatch_collect_requests_total'):g} requests, "
             f"{self.get('routewatch_collect_errors_total'):g} errors, "
             f"{self.get('routewatch_collect_events_written_total'):g} events written"
         )
+        if self.has("routewatch_collect_forward_files_total"):
+            text += (
+                f"; {self.get('routewatch_collect_forward_events_total'):g} client events "
+                f"forwarded from {self.get('routewatch_collect_forward_files_total'):g} files, "
+                f"{self.get('routewatch_collect_forward_lines_skipped_total'):g} bad lines "
+                f"skipped, {self.get('routewatch_collect_forward_errors_total'):g} forwarding "
+                "errors"
+            )
+        return text
 
 
 class MetricsServer:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
 
 from emitter.settings import EmitterSettings
 
@@ -41,3 +45,32 @@ class CollectSettings(EmitterSettings):
     collect_log_interval_s: float = Field(
         default=60.0, gt=0, description="Seconds between two log lines with the counters."
     )
+    collect_forward_dirs: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(),
+        description="Spool directories of the client library whose events are forwarded to the "
+        "sink, /dir;/dir (--forward wins; docs/collect.md).",
+    )
+    collect_forward_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds between two looks into the forwarded directories: it adds to the "
+        "client events' detection latency.",
+    )
+
+    @field_validator("collect_forward_dirs", mode="before")
+    @classmethod
+    def _split_forward_dirs(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        return tuple(Path(part.strip()) for part in value.split(";") if part.strip())
+
+    @field_validator("collect_forward_dirs")
+    @classmethod
+    def _check_forward_dirs(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        for path in value:
+            if not path.is_absolute():
+                raise ValueError(
+                    f"ROUTEWATCH_COLLECT_FORWARD_DIRS must hold absolute paths separated by ';', "
+                    f"got '{path}'"
+                )
+        return value
