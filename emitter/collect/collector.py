@@ -52,9 +52,9 @@ class Collector:
             self.forwarder.stop()  # stops waiting for a delivery: its files stay
 
     def once(self) -> None:
-        """One poll and one look into the forwarded directories (``--once``)."""
-        self.poll_once()
+        """One look into the forwarded directories and one poll (``--once``)."""
         self.forward_once()
+        self.poll_once()
 
     def forward_once(self) -> int:
         """One look into the forwarded directories; how many events were forwarded."""
@@ -79,12 +79,14 @@ class Collector:
         next_forward = start if self.forwarder is not None else never
         next_log = start + self.log_interval_s
         while not self._stop.is_set():
-            if time.monotonic() >= next_poll:
-                self.poll_once()
-                next_poll = _next(next_poll, self.poll_interval_s)
-            if time.monotonic() >= next_forward and not self._stop.is_set():
+            # forwarding first: a backlog of client events (after a restart, or an outage of
+            # the sink) reaches the job before heartbeats newer than it, not late behind them
+            if time.monotonic() >= next_forward:
                 self.forward_once()
                 next_forward = _next(next_forward, self.forward_interval_s)
+            if time.monotonic() >= next_poll and not self._stop.is_set():
+                self.poll_once()
+                next_poll = _next(next_poll, self.poll_interval_s)
             now = time.monotonic()
             if now >= next_log:
                 log.info("%s.", self.counters.summary())
