@@ -42,6 +42,8 @@ class Collector:
         self.counters = counters
         self.poll_interval_s = poll_interval_s
         self.log_interval_s = log_interval_s
+        if forwarder is not None and forwarder.sink is not sink:
+            raise ValueError("the forwarder must write through the collector's own sink")
         self.forwarder = forwarder
         self.forward_interval_s = forward_interval_s
         self._stop = threading.Event()

@@ -36,8 +36,9 @@ _BATCH_EVENTS = 5_000
 class DeliveringSink:
     """A sink that can say whether what was written to it has been delivered.
 
-    Every event of the collector goes through it (heartbeats and forwarded events alike), so
-    it knows how many were written. :meth:`flush` then waits for the Kafka sink to have settled
+    Every event of the collector must go through it (heartbeats and forwarded events alike):
+    it counts what was written, and a write that bypassed it would be counted as delivered in
+    its place. :meth:`flush` then waits for the Kafka sink to have settled
     that many (``delivered + failed``), or publishes the spool sink's open file (its ``close``
     leaves it writable: the next write starts a new file), or flushes stdout.
     """
@@ -96,7 +97,7 @@ class Forwarder:
         self._stop = threading.Event()
         self._troubles: dict[str, str] = {}  # what fails -> the line logged for it
         self._delivered: set[Path] = set()  # delivered, but not removed yet
-        for name in ("files", "events", "lines_skipped", "errors"):
+        for name in ("files", "events", "lines_skipped"):  # the log line shows them from now
             counters.inc(f"routewatch_collect_forward_{name}_total", 0)
 
     def stop(self) -> None:
@@ -154,7 +155,7 @@ class Forwarder:
                 "give the collector read and write access to it.",
             )
             return []
-        self._fine(str(directory), f"forwarding the files of {directory} again.")
+        self._fine(str(directory), f"forwarding the files of {directory} now.")
         return [directory / name for name in names]
 
     def _write(self, path: Path) -> _File | None:
