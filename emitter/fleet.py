@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import orjson
 
 from emitter.sim import DEFAULT_START_MS
-from routewatch.codec import encode, encoder
+from routewatch.codec import encode
 from routewatch.events import Heartbeat, QueueData, RoutePull, Send, TopicConfig
 from routewatch.rocketmq import (
     CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
@@ -108,11 +108,8 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
     schedule: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
     parts_of: list[list[bytes]] = []
     route_of: list[bytes] = []
-    topic_names = [
-        [spec.topic_name(c, t) for t in range(spec.topics)] for c in range(spec.clusters)
-    ]
     for c in range(spec.clusters):
-        names = sorted(topic_names[c])
+        names = sorted(spec.topic_name(c, t) for t in range(spec.topics))
         chunks = [names[i : i + spec.part_size] for i in range(0, len(names), spec.part_size)]
         parts_of.append([orjson.dumps(dict.fromkeys(chunk, config)) for chunk in chunks])
         route_of.append(
@@ -141,7 +138,7 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
                 spec.cluster_name(c),
                 client_id,
                 f"group-{p:04d}",
-                [topic_names[c][t] for t in picks],
+                [spec.topic_name(c, t) for t in picks],
             )
         )
         schedule[rng.randrange(POLL_NAMESRV_INTERVAL_MS)].append(("pull", p))
@@ -209,8 +206,6 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
             count += 1
 
     n_producers = len(producers)
-    n_brokers, n_queues = spec.brokers, spec.queues
-    encode_send = encoder(Send)
     owed = 0.0
     per_ms = spec.send_rate / 1000
     sent = 0
@@ -224,11 +219,11 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
         owed += per_ms
         while owed >= 1 and n_producers:
             owed -= 1
-            p = sent % n_producers
-            cluster, client_id, group, topics = producers[p]
+            cluster, client_id, group, topics = producers[sent % n_producers]
+            c = sent % n_producers % spec.clusters
             seq += 1
             write_line(
-                encode_send(
+                encode(
                     Send(
                         ts=ts,
                         cluster=cluster,
@@ -237,8 +232,8 @@ def generate_fleet(spec: FleetSpec, write_line: Callable[[bytes], None]) -> int:
                         client_id=client_id,
                         group=group,
                         topic=topics[sent // n_producers % len(topics)],
-                        broker=broker_names[p % spec.clusters][sent % n_brokers],
-                        queue_id=sent // n_brokers % n_queues,
+                        broker=broker_names[c][sent % spec.brokers],
+                        queue_id=sent // spec.brokers % spec.queues,
                         default_topic=TBW102,
                         default_topic_queue_nums=CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
                         status="SEND_OK",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -19,7 +18,7 @@ from routewatch.events import CONTRACT_VERSION, Event
 from routewatch.validation import BadInput, validate
 from routewatch.wire import wire_fields
 
-__all__ = ["encode", "encoder", "parse", "to_wire"]
+__all__ = ["encode", "parse", "to_wire"]
 
 
 _Layout = tuple[tuple[str, ...], Any, tuple[str, ...]]
@@ -77,29 +76,12 @@ def encode(event: Event) -> bytes:
     ``type`` put first and the optional fields left null taken out — about twice as fast as
     building the object first. (No value can hold those texts: inside a string, quotes are
     escaped, and no nested object has a field that is null.)"""
-    return encoder(type(event))(event)
-
-
-_ENCODERS: dict[type, Callable[[Any], bytes]] = {}
-
-
-def encoder(cls: type[Event]) -> Callable[[Any], bytes]:
-    """:func:`encode` for events of one type, with what it looks up per type done once: for
-    writers of many events of a type (the fleet generator)."""
-    enc = _ENCODERS.get(cls)
-    if enc is None:
-        head, nulls = _fast(cls)
-        dumps = orjson.dumps
-
-        def enc(event: Any) -> bytes:
-            raw = dumps(event)
-            for null in nulls:
-                if null in raw:
-                    raw = raw.replace(null, b"", 1)
-            return head + raw[1:]
-
-        _ENCODERS[cls] = enc
-    return enc
+    head, nulls = _fast(type(event))
+    raw = orjson.dumps(event)
+    for null in nulls:
+        if null in raw:
+            raw = raw.replace(null, b"", 1)
+    return head + raw[1:]
 
 
 def parse(raw: bytes | str) -> dict[str, Any] | BadInput:
