@@ -73,65 +73,51 @@ public class RoutewatchProducer extends DefaultMQProducer {
     @Override
     public SendResult send(Message msg)
             throws MQClientException, RemotingException, MQBrokerException, InterruptedException {
-        RoutewatchHook.SendContext send = routewatch.beginSend(msg == null ? null : msg.getTopic());
-        Throwable failure = null;
-        try {
-            return super.send(msg);
-        } catch (MQClientException | RemotingException | MQBrokerException | InterruptedException
-                 | RuntimeException e) {
-            failure = e;
-            throw e;
-        } finally {
-            routewatch.endSend(send, failure);
-        }
+        return recorded(topicOf(msg), () -> super.send(msg));
     }
 
     @Override
     public SendResult send(Message msg, long timeout)
             throws MQClientException, RemotingException, MQBrokerException, InterruptedException {
-        RoutewatchHook.SendContext send = routewatch.beginSend(msg == null ? null : msg.getTopic());
-        Throwable failure = null;
-        try {
-            return super.send(msg, timeout);
-        } catch (MQClientException | RemotingException | MQBrokerException | InterruptedException
-                 | RuntimeException e) {
-            failure = e;
-            throw e;
-        } finally {
-            routewatch.endSend(send, failure);
-        }
+        return recorded(topicOf(msg), () -> super.send(msg, timeout));
     }
 
     @Override
     public SendResult send(Message msg, MessageQueueSelector selector, Object arg)
             throws MQClientException, RemotingException, MQBrokerException, InterruptedException {
-        RoutewatchHook.SendContext send = routewatch.beginSend(msg == null ? null : msg.getTopic());
-        Throwable failure = null;
-        try {
-            return super.send(msg, selector, arg);
-        } catch (MQClientException | RemotingException | MQBrokerException | InterruptedException
-                 | RuntimeException e) {
-            failure = e;
-            throw e;
-        } finally {
-            routewatch.endSend(send, failure);
-        }
+        return recorded(topicOf(msg), () -> super.send(msg, selector, arg));
     }
 
     @Override
     public SendResult send(Collection<Message> msgs)
             throws MQClientException, RemotingException, MQBrokerException, InterruptedException {
-        String topic = msgs == null || msgs.isEmpty() ? null : msgs.iterator().next().getTopic();
-        RoutewatchHook.SendContext send = routewatch.beginSend(topic);
+        String topic = msgs == null || msgs.isEmpty() ? null : topicOf(msgs.iterator().next());
+        return recorded(topic, () -> super.send(msgs));
+    }
+
+    /** A synchronous send, as the client throws it. */
+    private interface SyncSend {
+        SendResult call()
+                throws MQClientException, RemotingException, MQBrokerException, InterruptedException;
+    }
+
+    private static String topicOf(Message msg) {
+        return msg == null ? null : msg.getTopic();
+    }
+
+    /** Runs {@code send} with the hook told which topic it is for, and records its failure. */
+    private SendResult recorded(String topic, SyncSend send)
+            throws MQClientException, RemotingException, MQBrokerException, InterruptedException {
+        RoutewatchHook.SendContext context = routewatch.beginSend(topic);
         Throwable failure = null;
         try {
-            return super.send(msgs);
+            return send.call();
         } catch (MQClientException | RemotingException | MQBrokerException | InterruptedException
                  | RuntimeException e) {
             failure = e;
             throw e;
         } finally {
-            routewatch.endSend(send, failure);
+            routewatch.endSend(context, failure);
         }
     }
 
