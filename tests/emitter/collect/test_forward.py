@@ -25,6 +25,7 @@ from emitter.collect.metrics import Counters
 from emitter.replay.kafka_sink import KafkaSink
 from emitter.replay.reader import kafka_key
 from emitter.replay.sinks import Sink, SpoolSink
+from routewatch.cli import main
 from routewatch.codec import encode, parse
 from routewatch.errors import RoutewatchError
 from routewatch.events import Event, QueueData, RoutePull, Send
@@ -296,7 +297,7 @@ def _consume(broker: KafkaBroker, topic: str, count: int) -> list[tuple[bytes, b
     tp = TopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.seek_to_beginning(tp)
-    got = [(r.key, r.value) for r, _ in zip(consumer, range(count), strict=False)]
+    got = [(r.key, r.value) for _, r in zip(range(count), consumer, strict=False)]
     consumer.close()
     return got
 
@@ -404,3 +405,19 @@ def test_files_stay_while_kafka_is_down_and_go_once_it_is_back(
     got = [raw for _, raw in _consume(own_broker, topic, 100)]
     assert list(dict.fromkeys(got)) == lines  # at least once, in order
     assert _count(counters, "events") >= 10
+
+
+def test_collect_forward_once_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hook, out = tmp_path / "hook", tmp_path / "out"
+    _hook_spool(hook, _events(6), per_file=4)
+    lines = _spool_lines(hook)
+    monkeypatch.delenv("ROUTEWATCH_COLLECT_NAMESRV", raising=False)
+    monkeypatch.setenv("ROUTEWATCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ROUTEWATCH_SPOOL_DIR", str(out))
+
+    assert main(["collect", "--forward", str(hook), "--to", "spool", "--once"]) == 0
+
+    assert _spool_lines(out) == lines and _published(hook) == []
+    assert "6 client events forwarded from 2 files" in capsys.readouterr().err
