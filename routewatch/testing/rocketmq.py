@@ -9,7 +9,8 @@ each broker with its own properties. Every process is a plain ``java`` child of 
 ``ROCKETMQ_HOME`` set, a directory of its own under the test's (its ``user.home``, where RocketMQ
 writes logs, its properties, its store), ``-Drocketmq.bindAddress=127.0.0.1`` and a small heap;
 it is ready when its stdout says ``boot success`` and, for a broker, when every NameServer it
-registers with lists it at its address. Processes are stopped by their own PIDs (SIGTERM, then
+registers with lists it at its address and it gives its run-time figures (which ``mqadmin
+clusterList`` asks for). Processes are stopped by their own PIDs (SIGTERM, then
 SIGKILL). :class:`Broker` has the faults: ``kill()`` (SIGKILL), ``freeze()``/``thaw()``
 (SIGSTOP/SIGCONT: the connection stays open), ``restart()`` on its old store, optionally with
 changed properties. ``mqadmin`` runs through :meth:`RocketMQCluster.mqadmin` and its helpers;
@@ -397,7 +398,18 @@ class Broker(_Process):
         return True
 
     def ready(self) -> bool:
-        return self.booted() and self.registered()
+        return self.booted() and self.registered() and self.reports_runtime()
+
+    def reports_runtime(self) -> bool:
+        """True once the broker can give its run-time figures. For its first second or so it
+        answers that request with an error (its store has taken no statistics sample yet:
+        ``NoSuchElementException`` from ``LinkedList.getLast``), and ``mqadmin clusterList``
+        fails with it."""
+        try:
+            remoting.broker_runtime_info(self.addr)
+        except (OSError, remoting.RemotingError):
+            return False
+        return True
 
     def topics(self) -> dict[str, remoting.TopicConfig]:
         """The broker's topic table, asked of the broker itself."""
@@ -430,7 +442,10 @@ class Broker(_Process):
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = 90) -> None:
-        what = f"broker {self.name} booting on {self.addr} and listed by its NameServers"
+        what = (
+            f"broker {self.name} booting on {self.addr}, listed by its NameServers"
+            " and giving its run-time figures"
+        )
         wait_for(self.ready, timeout, what, interval=0.2)
 
     def restart(self, timeout: float = 90, *, lose_store: bool = False, **changes: Any) -> None:
