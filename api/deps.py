@@ -8,6 +8,8 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 import anyio.to_thread
 from fastapi import Depends, Request
+from fastapi.dependencies.utils import request_params_to_args
+from fastapi.exceptions import RequestValidationError
 
 from api.access import StoreAccess
 from api.problems import ProblemError
@@ -16,12 +18,14 @@ from api.topic_cache import TopicCache
 from routewatch.store import Store
 
 __all__ = [
+    "QUERY_CHECKS",
     "SQLITE_INT_MAX",
     "AccessDep",
     "SettingsDep",
     "StoreDep",
     "TopicCacheDep",
-    "reject_unknown_params",
+    "check_query_names",
+    "check_query_values",
 ]
 
 # The largest INTEGER SQLite holds: a larger number given as a time or a sequence number cannot be
@@ -78,24 +82,26 @@ def _takes_many(annotation: Any) -> bool:
     return get_origin(annotation) in (list, tuple, set, frozenset)
 
 
-async def reject_unknown_params(request: Request) -> None:
+def _query_params(request: Request) -> list[Any]:
+    """The query parameters the request's endpoint declares, its dependencies' included."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    fields: list[Any] = []
+    stack = [] if dependant is None else [dependant]
+    while stack:
+        dep = stack.pop()
+        fields.extend(dep.query_params)
+        stack.extend(dep.dependencies)
+    return fields
+
+
+async def check_query_names(request: Request) -> None:
     """Refuse query parameters the endpoint does not declare (a typo must not go unnoticed), and
     a parameter of one value given several times (which one would count is a guess: FastAPI
     takes the last, a proxy or another framework may take the first)."""
-    route = request.scope.get("route")
-    dependant = getattr(route, "dependant", None)
-    if dependant is None:
-        return
-    known: set[str] = set()
-    many: set[str] = set()
-    stack = [dependant]
-    while stack:
-        dep = stack.pop()
-        for param in dep.query_params:
-            known.add(param.alias)
-            if _takes_many(param.field_info.annotation):
-                many.add(param.alias)
-        stack.extend(dep.dependencies)
+    fields = _query_params(request)
+    known = {param.alias for param in fields}
+    many = {param.alias for param in fields if _takes_many(param.field_info.annotation)}
     unknown = sorted(set(request.query_params) - known)
     if unknown:
         allowed = ", ".join(sorted(known)) or "none"
@@ -120,3 +126,16 @@ async def reject_unknown_params(request: Request) -> None:
         )
     if repeated:
         raise ProblemError(400, "Repeated query parameter", detail)
+
+
+async def check_query_values(request: Request) -> None:
+    """Refuse query values that do not validate before anything else of the request is done, so
+    a bad query is answered as one (422) even when the store is unavailable: FastAPI would find
+    them too, but only after the endpoint's other dependencies (the store) were solved."""
+    _, errors = request_params_to_args(_query_params(request), request.query_params)
+    if errors:
+        raise RequestValidationError(errors)
+
+
+# What every route runs before its own dependencies (``APIRouter(dependencies=QUERY_CHECKS)``).
+QUERY_CHECKS = [Depends(check_query_names), Depends(check_query_values)]

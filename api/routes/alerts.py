@@ -9,7 +9,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query
 
 from api.access import StoreAccess
-from api.deps import SQLITE_INT_MAX, AccessDep, SettingsDep, StoreDep, reject_unknown_params
+from api.deps import (
+    QUERY_CHECKS,
+    SQLITE_INT_MAX,
+    AccessDep,
+    SettingsDep,
+    StoreDep,
+    check_query_names,
+    check_query_values,
+)
 from api.models import AlertPublic, AlertsPublic
 from api.problems import ProblemError
 from routewatch.alerts import AlertKind, AlertState, Severity
@@ -20,7 +28,7 @@ from routewatch.store.views import AlertFilter, alert, alerts, decode_cursor, se
 # before their own parameters, so that a caller without a token is told so (403 or 401) rather
 # than about a value for an operation it may not use.
 router = APIRouter(prefix="/alerts", tags=["alerts"])
-CHECKED = [Depends(reject_unknown_params)]
+CHECKED = QUERY_CHECKS
 
 
 async def require_token(
@@ -49,7 +57,7 @@ async def require_token(
     return "token"
 
 
-AUTHORIZED = [*CHECKED, Depends(require_token)]
+AUTHORIZED = [Depends(check_query_names), Depends(require_token), Depends(check_query_values)]
 
 
 @router.get(

@@ -6,14 +6,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.deps import AccessDep, SettingsDep, reject_unknown_params
+from api.deps import QUERY_CHECKS, AccessDep, SettingsDep
 from api.models import Health
 from routewatch.store import StoreUnavailableError
 
-router = APIRouter(tags=["health"], dependencies=[Depends(reject_unknown_params)])
+router = APIRouter(tags=["health"], dependencies=QUERY_CHECKS)
 
 
 @router.get("/healthz", response_model=Health, summary="The API process is up")

@@ -6,9 +6,9 @@ import time
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
-from api.deps import SQLITE_INT_MAX, StoreDep, TopicCacheDep, reject_unknown_params
+from api.deps import QUERY_CHECKS, SQLITE_INT_MAX, StoreDep, TopicCacheDep
 from api.models import (
     BrokerPublic,
     BrokersPublic,
@@ -34,7 +34,7 @@ from routewatch.store.views import (
     topic_view,
 )
 
-router = APIRouter(tags=["routes"], dependencies=[Depends(reject_unknown_params)])
+router = APIRouter(tags=["routes"], dependencies=QUERY_CHECKS)
 
 
 @router.get(

@@ -14,13 +14,13 @@ from typing import Annotated, Any
 
 import anyio.to_thread
 import orjson
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.deps import SQLITE_INT_MAX, AccessDep, reject_unknown_params
+from api.deps import QUERY_CHECKS, SQLITE_INT_MAX, AccessDep
 from routewatch.store import StoreUnavailableError
 
-router = APIRouter(tags=["alerts"], dependencies=[Depends(reject_unknown_params)])
+router = APIRouter(tags=["alerts"], dependencies=QUERY_CHECKS)
 
 log = logging.getLogger("routewatch.api")
 

@@ -92,3 +92,18 @@ def test_the_alert_stream_polls_on_a_kept_connection(tmp_path: Path) -> None:
 
     assert seen == ["opened", "updated", "resolved"]
     assert access.opened == 1  # the availability check's connection, then every poll's
+
+
+def test_a_bad_query_is_answered_as_one_when_there_is_no_store(tmp_path: Path) -> None:
+    client = TestClient(create_app(load(ApiSettings, data_dir=tmp_path)))  # no store yet
+
+    for path in [
+        "/alerts?kind=NOPE",
+        "/alerts?limit=0",
+        "/topics?limit=x",
+        "/alerts/stream?after=-1",
+    ]:
+        response = client.get(path)
+        assert response.status_code == 422, path
+        assert response.json()["detail"].startswith("The parameter "), path
+    assert client.get("/alerts?kind=AT_RISK").status_code == 503  # a good query: no store
