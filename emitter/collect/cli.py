@@ -11,7 +11,7 @@ from types import FrameType
 
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
-from emitter.collect.forward import DeliveringSink, Forwarder
+from emitter.collect.forward import Forwarder
 from emitter.collect.metrics import Counters, MetricsServer
 from emitter.collect.poller import Poller
 from emitter.collect.settings import CollectSettings
@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     namesrvs = what_to_do(args.namesrv or settings.collect_namesrv, forward)
     counters = Counters()
-    sink = DeliveringSink(sink_for(args.to, settings))
+    sink = sink_for(args.to, settings)
     metrics = None
     if settings.collect_metrics_port:
         try:

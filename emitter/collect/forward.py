@@ -20,59 +20,17 @@ from pathlib import Path
 
 from emitter.collect.metrics import Counters
 from emitter.replay.reader import kafka_key
-from emitter.replay.sinks import KafkaSink, Sink
+from emitter.replay.sinks import Sink
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 
-__all__ = ["DeliveringSink", "Forwarder"]
+__all__ = ["Forwarder"]
 
 log = logging.getLogger("routewatch.collect")
 
 # one delivery confirmation covers up to this many files or events
 _BATCH_FILES = 100
 _BATCH_EVENTS = 5_000
-
-
-class DeliveringSink:
-    """A sink that can say whether what was written to it has been delivered.
-
-    Every event of the collector must go through it (heartbeats and forwarded events alike):
-    it counts what was written, and a write that bypassed it would be counted as delivered in
-    its place. :meth:`flush` then waits for the Kafka sink to have settled
-    that many (``delivered + failed``), or publishes the spool sink's open file (its ``close``
-    leaves it writable: the next write starts a new file), or flushes stdout.
-    """
-
-    def __init__(self, sink: Sink) -> None:
-        self.sink = sink
-        self.written = 0
-        self._failed = 0
-
-    def write(self, raw: bytes, key: bytes) -> None:
-        self.sink.write(raw, key)
-        self.written += 1
-
-    def poll(self) -> None:
-        self.sink.poll()
-
-    def close(self) -> int:
-        return self.sink.close()
-
-    def flush(self, stop: threading.Event) -> bool:
-        """Deliver everything written so far. True when it all was; False when an event
-        failed since the previous flush (it may have been one of the caller's), or when
-        ``stop`` came first."""
-        sink = self.sink
-        if not isinstance(sink, KafkaSink):
-            sink.close()
-            return True
-        while sink.delivered + sink.failed < self.written:
-            sink.poll()  # ships lingering batches, settles the answered ones
-            if stop.wait(0.005):
-                return False
-        ok = sink.failed == self._failed
-        self._failed = sink.failed
-        return ok
 
 
 @dataclass
@@ -90,7 +48,7 @@ def _read(path: Path) -> bytes:
 class Forwarder:
     """Forwards the published files of ``dirs`` to ``sink`` at each :meth:`forward_once`."""
 
-    def __init__(self, dirs: list[Path], sink: DeliveringSink, counters: Counters) -> None:
+    def __init__(self, dirs: list[Path], sink: Sink, counters: Counters) -> None:
         self.dirs = dirs
         self.sink = sink
         self.counters = counters
@@ -191,7 +149,7 @@ class Forwarder:
 
     def _deliver(self, batch: list[_File]) -> bool:
         """Wait for the sink to deliver the batch's events, then remove its files."""
-        if not self.sink.flush(self._stop):
+        if self._stop.is_set() or not self.sink.flush():
             if not self._stop.is_set():
                 self.counters.inc("routewatch_collect_forward_errors_total", reason="delivery")
                 log.warning(

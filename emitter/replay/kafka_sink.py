@@ -86,6 +86,7 @@ class KafkaSink:
         self.bootstrap, self.topic = bootstrap, topic
         self.delivered = 0
         self.failed = 0
+        self._failed_at_flush = 0
         self.first_error: str | None = None
         self._acks = -1 if acks == "all" else int(acks)
         self._linger_s = linger_ms / 1000
@@ -177,12 +178,21 @@ class KafkaSink:
             if now - batch.opened >= self._linger_s:
                 self._ship(batch)
 
+    def flush(self) -> bool:
+        """Send every open batch and wait until every batch is acknowledged or given up (at
+        most the delivery timeout); True when no event written since the previous flush
+        failed."""
+        for batch in list(self._open.values()):
+            self._ship(batch)
+        for partition in list(self._sent):
+            self._settle(partition)
+        ok = self.failed == self._failed_at_flush
+        self._failed_at_flush = self.failed
+        return ok
+
     def close(self) -> int:
         try:
-            for batch in list(self._open.values()):
-                self._ship(batch)
-            for partition in list(self._sent):
-                self._settle(partition)
+            self.flush()
         finally:
             self.client.close()
         if self.failed:

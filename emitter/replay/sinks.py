@@ -18,11 +18,16 @@ __all__ = ["KafkaSink", "Sink", "SpoolSink", "StdoutSink", "sink_for"]
 
 
 class Sink(Protocol):
-    """A replay target. ``close`` flushes and returns how many events were delivered."""
+    """Where events go. ``write`` takes one, ``poll`` moves what is pending along, ``flush``
+    delivers everything written so far (the sink stays open) and says whether every event
+    written since the previous flush was delivered, and ``close`` flushes and returns how many
+    events were delivered in all."""
 
     def write(self, raw: bytes, key: bytes) -> None: ...
 
     def poll(self) -> None: ...
+
+    def flush(self) -> bool: ...
 
     def close(self) -> int: ...
 
@@ -39,8 +44,12 @@ class StdoutSink:
     def poll(self) -> None:
         pass
 
-    def close(self) -> int:
+    def flush(self) -> bool:
         self.out.flush()
+        return True  # a failed write raises
+
+    def close(self) -> int:
+        self.flush()
         return self.count
 
 
@@ -100,9 +109,14 @@ class SpoolSink:
         self.published += self._in_file
         self._file = self._tmp = None
 
-    def close(self) -> int:
+    def flush(self) -> bool:
+        """Publish the open file; the next write starts a new one."""
         if self._file is not None:
             self._publish()
+        return True  # a failed write raises
+
+    def close(self) -> int:
+        self.flush()
         return self.published
 
 

@@ -93,3 +93,24 @@ def test_an_event_the_broker_refuses_is_counted_and_reported_not_dropped(
     assert message.startswith(f"1 event(s) could not be delivered to Kafka at {where}")
     assert "MessageSizeTooLargeError" in message and "2 were delivered" in message
     assert _read(kafka_broker, topic, 1, 2) == {0: [b"k=before", b"k=after"]}
+
+
+def test_flush_delivers_what_was_written_and_says_whether_any_of_it_failed(
+    kafka_broker: KafkaBroker,
+) -> None:
+    topic = f"sink-{uuid.uuid4().hex[:8]}"
+    sink = _sink(kafka_broker, topic, linger_ms=60_000)  # nothing leaves on its own
+
+    sink.write(b"one", b"k")
+    first = sink.flush()
+    delivered_at_first = sink.delivered
+    sink.write(b"x" * 1_500_000, b"k")  # refused by the broker (message.max.bytes)
+    second = sink.flush()
+    sink.write(b"two", b"k")
+    third = sink.flush()
+
+    assert (first, second, third) == (True, False, True)  # each flush: since the previous one
+    assert delivered_at_first == 1 and (sink.delivered, sink.failed) == (2, 1)
+    assert _read(kafka_broker, topic, 1, 2) == {0: [b"k=one", b"k=two"]}
+    with pytest.raises(RoutewatchError):  # the failure is still reported at the end
+        sink.close()

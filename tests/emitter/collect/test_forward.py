@@ -20,7 +20,7 @@ from kafka import KafkaConsumer, TopicPartition
 import emitter.collect.forward as forward_module
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
-from emitter.collect.forward import DeliveringSink, Forwarder
+from emitter.collect.forward import Forwarder
 from emitter.collect.metrics import Counters
 from emitter.replay.kafka_sink import KafkaSink
 from emitter.replay.reader import kafka_key
@@ -99,7 +99,7 @@ def _spool_lines(directory: Path) -> list[bytes]:
 
 def _forwarder(dirs: list[Path], sink: Sink) -> tuple[Forwarder, Counters]:
     counters = Counters()
-    return Forwarder(dirs, DeliveringSink(sink), counters), counters
+    return Forwarder(dirs, sink, counters), counters
 
 
 def _count(counters: Counters, what: str, **labels: str) -> float:
@@ -130,7 +130,7 @@ def test_published_files_reach_a_spool_unchanged_in_order_and_are_removed(tmp_pa
 
 
 class _Recording:
-    """A sink that notes, at each delivery (its ``close``), which hook files still exist."""
+    """A sink that notes, at each delivery (its ``flush``), which hook files still exist."""
 
     def __init__(self, hook: Path) -> None:
         self.hook = hook
@@ -143,8 +143,11 @@ class _Recording:
     def poll(self) -> None:
         pass
 
-    def close(self) -> int:
+    def flush(self) -> bool:
         self.at_delivery.append((len(self.lines), len(_published(self.hook))))
+        return True
+
+    def close(self) -> int:
         return len(self.lines)
 
 
@@ -167,7 +170,7 @@ def test_files_whose_delivery_fails_stay_and_are_sent_again(
     hook, out = tmp_path / "hook", tmp_path / "out"
     lines = _hook_spool(hook, _events(6), per_file=3)
     forwarder, counters = _forwarder([hook], SpoolSink(out, 5_000, 3600))
-    monkeypatch.setattr(DeliveringSink, "flush", lambda self, stop: False)
+    monkeypatch.setattr(SpoolSink, "flush", lambda self: False)
 
     assert forwarder.forward_once() == 0
     assert len(_published(hook)) == 2
@@ -263,7 +266,7 @@ def test_a_file_that_cannot_be_removed_is_not_sent_again(
 def test_the_collector_forwards_in_its_loop_until_stopped(tmp_path: Path) -> None:
     hook, other, out = tmp_path / "hook", tmp_path / "other", tmp_path / "out"
     counters = Counters()
-    sink = DeliveringSink(SpoolSink(out, 5_000, 0.05))
+    sink = SpoolSink(out, 5_000, 0.05)
     forwarder = Forwarder([hook, other], sink, counters)
     collector = Collector(
         None, Deriver(30), sink, counters, 10, forwarder=forwarder, forward_interval_s=0.05
@@ -326,11 +329,11 @@ def test_forwarded_events_reach_kafka_unchanged_in_order_after_delivery(
     topic = f"forward-{uuid.uuid4().hex[:8]}"  # auto-created with one partition: one order
     kafka = _kafka_sink(kafka_broker, topic)
     forwarder, counters = _forwarder([hook], kafka)
-    at_removal: list[tuple[int, int]] = []
+    at_removal: list[int] = []
     real_unlink = Path.unlink
 
     def unlink(self: Path, missing_ok: bool = False) -> None:
-        at_removal.append((kafka.delivered, forwarder.sink.written))
+        at_removal.append(kafka.delivered)
         real_unlink(self, missing_ok)
 
     monkeypatch.setattr(Path, "unlink", unlink)
@@ -340,7 +343,7 @@ def test_forwarded_events_reach_kafka_unchanged_in_order_after_delivery(
         monkeypatch.undo()
         kafka.close()
 
-    assert len(at_removal) == 7 and all(done == 50 for done, _ in at_removal)
+    assert at_removal == [50] * 7
     assert _published(hook) == []
     expected = [(kafka_key(parse(raw)), raw) for raw in lines]  # type: ignore[arg-type]
     assert _consume(kafka_broker, topic, len(lines)) == expected
