@@ -48,6 +48,7 @@ public final class SpoolWriter {
     private final AtomicLong files = new AtomicLong();
     private final AtomicLong droppedInWrite = new AtomicLong();  // accepted, then not written
     private volatile String lastError;
+    private final Object progress = new Object();  // flush() waits on it, the writer signals it
     private volatile boolean flushRequested;
     private volatile boolean closed;
 
@@ -119,18 +120,28 @@ public final class SpoolWriter {
         long target = accepted.get();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         flushRequested = true;
-        while (written.get() + droppedInWrite.get() < target) {
-            if (System.nanoTime() >= deadline || !thread.isAlive()) {
-                return false;
-            }
-            try {
-                Thread.sleep(5);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
+        synchronized (progress) {
+            while (written.get() + droppedInWrite.get() < target) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || !thread.isAlive()) {
+                    return false;
+                }
+                try {
+                    progress.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
             }
         }
         return true;
+    }
+
+    /** Wake the threads waiting in {@link #flush}: a file was published or dropped, or the writer ended. */
+    private void signalProgress() {
+        synchronized (progress) {
+            progress.notifyAll();
+        }
     }
 
     /** Stop accepting events, publish what is queued (waiting up to {@code timeoutMs}). */
@@ -141,6 +152,14 @@ public final class SpoolWriter {
     }
 
     private void loop() {
+        try {
+            write();
+        } finally {
+            signalProgress();
+        }
+    }
+
+    private void write() {
         List<String> pending = new ArrayList<>();
         long openedAt = 0;
         while (!closed || !queue.isEmpty()) {
@@ -201,6 +220,8 @@ public final class SpoolWriter {
             } catch (IOException | RuntimeException ignored) {
                 // the directory is gone or unwritable: nothing was left in it
             }
+        } finally {
+            signalProgress();
         }
     }
 
