@@ -230,10 +230,10 @@ def test_asynchronous_sends_are_recorded_from_their_callback(
     topic = _topic("Async")
     cluster.update_topic(topic, cluster=CLUSTER, read_queues=4, write_queues=4)
     _hooked(driver, spools, "async", cluster.namesrv_addr())
-    outcomes = driver.send("async", topic, count=4, asynchronous=True)
+    outcomes = driver.send("async", topic, count=4, via="async")
     assert all(o.ok for o in outcomes), outcomes
     absent = _topic("AsyncAbsent")
-    (failed,) = driver.send("async", absent, asynchronous=True)
+    (failed,) = driver.send("async", absent, via="async")
     assert str(failed.message).startswith(f"No route info of this topic: {absent}"), failed
 
     events = _events(driver, spools, "async")
@@ -244,17 +244,30 @@ def test_asynchronous_sends_are_recorded_from_their_callback(
     assert (send["status"], send["broker"], send["queue_id"]) == ("NO_ROUTE_INFO", None, None)
 
 
-def test_a_topic_nobody_made_is_no_route_info(
-    cluster: RocketMQCluster, driver: RouteDriver, spools: Path
-) -> None:
-    _hooked(driver, spools, "absent", cluster.namesrv_addr(), poll_name_server_interval_ms=HOURLY)
-    topic = _topic("Absent")
-    (outcome,) = driver.send("absent", topic)
-    assert outcome.exception == "org.apache.rocketmq.client.exception.MQClientException"
-    assert str(outcome.message).startswith(f"No route info of this topic: {topic}")
-    assert outcome.response_code == NOT_FOUND_TOPIC_EXCEPTION
+# The producer's methods that look the route up in the calling thread (the wrapper sees them):
+# what the client throws when no broker has the topic or its template.
+NO_ROUTE = {
+    "send": ("No route info of this topic: ", NOT_FOUND_TOPIC_EXCEPTION),
+    "oneway": ("No route info of this topic: ", NOT_FOUND_TOPIC_EXCEPTION),
+    "batch": ("No route info of this topic: ", NOT_FOUND_TOPIC_EXCEPTION),
+    "selector": ("No route info for this topic, ", -1),  # DefaultMQProducerImpl.sendSelectImpl
+}
 
-    events = _events(driver, spools, "absent")
+
+@pytest.mark.parametrize("via", list(NO_ROUTE))
+def test_a_topic_nobody_made_is_no_route_info(
+    cluster: RocketMQCluster, driver: RouteDriver, spools: Path, via: str
+) -> None:
+    name = f"absent-{via}"
+    _hooked(driver, spools, name, cluster.namesrv_addr(), poll_name_server_interval_ms=HOURLY)
+    topic = _topic("Absent")
+    (outcome,) = driver.send(name, topic, via=via)
+    assert outcome.exception == "org.apache.rocketmq.client.exception.MQClientException"
+    message, code = NO_ROUTE[via]
+    assert str(outcome.message).startswith(message + topic), outcome
+    assert outcome.response_code == code
+
+    events = _events(driver, spools, name)
     pulls = _of(events, "route_pull", topic)
     # The topic's own route, then the template's for it: neither exists (auto-creation is off,
     # so no broker has TBW102). The client's periodic refresh, which may run at any time, can
@@ -272,15 +285,17 @@ def test_a_topic_nobody_made_is_no_route_info(
     assert events.index(pulls[0]) < events.index(template_pull) < events.index(send)
 
 
-def test_no_namesrv_address_is_no_namesrv(driver: RouteDriver, spools: Path) -> None:
-    _hooked(driver, spools, "nowhere", None)
+@pytest.mark.parametrize("via", list(NO_ROUTE))
+def test_no_namesrv_address_is_no_namesrv(driver: RouteDriver, spools: Path, via: str) -> None:
+    name = f"nowhere-{via}"
+    _hooked(driver, spools, name, None)
     topic = _topic("Nowhere")
-    (outcome,) = driver.send("nowhere", topic)
+    (outcome,) = driver.send(name, topic, via=via)
     # What the client throws (experiment 4): no request ever left it.
     assert outcome.exception == "java.lang.IllegalStateException"
     assert str(outcome.message).endswith("RemotingConnectException: connect to null failed")
 
-    events = _events(driver, spools, "nowhere")
+    events = _events(driver, spools, name)
     (pull,) = _of(events, "route_pull", topic)
     assert (pull["namesrv"], pull["result"], pull["queues"], pull["via_default"]) == (
         None,
@@ -466,8 +481,9 @@ def test_the_job_evaluates_the_spools(spools: Path, collector: Collector, tmp_pa
     def kinds(prefix: str) -> list[tuple[str, str | None]]:
         return sorted((a["kind"], a["cause"]) for a in alerts if str(a["topic"]).startswith(prefix))
 
-    assert kinds("Nowhere_") == [("NO_ROUTE_INFO", "NO_NAMESRV")]
-    assert kinds("Absent_") == [("NO_ROUTE_INFO", "AUTO_CREATE_DISABLED")]
+    # one topic per way of sending (NO_ROUTE)
+    assert kinds("Nowhere_") == [("NO_ROUTE_INFO", "NO_NAMESRV")] * len(NO_ROUTE)
+    assert kinds("Absent_") == [("NO_ROUTE_INFO", "AUTO_CREATE_DISABLED")] * len(NO_ROUTE)
     assert kinds("Refused_") == [("SEND_REJECTED", None)]
     (rejected,) = [a for a in alerts if str(a["topic"]).startswith("Refused_")]
     assert set(rejected["evidence"]["brokers"]) <= set(BROKERS)

@@ -342,10 +342,13 @@ class RouteDriver:
         count: int = 1,
         spacing_ms: int = 0,
         *,
-        asynchronous: bool = False,
+        via: str = "send",
     ) -> list[SendOutcome]:
-        """``count`` sends of one message each, ``spacing_ms`` apart; their outcomes.
-        ``asynchronous``: each through ``send(message, callback)``, waited for."""
+        """``count`` sends of one message each, ``spacing_ms`` apart; their outcomes. ``via``
+        names the producer's method: ``send`` (``send(message)``), ``async`` (``send(message,
+        callback)``, waited for), ``oneway`` (``sendOneway(message)``: no status when it
+        returns), ``selector`` (``send(message, selector, arg, timeout)``, the first queue) or
+        ``batch`` (``send([message], timeout)``)."""
         events = self.command(
             {
                 "send": {
@@ -353,7 +356,7 @@ class RouteDriver:
                     "topic": topic,
                     "count": count,
                     "spacingMs": spacing_ms,
-                    "async": asynchronous,
+                    "via": via,
                 }
             }
         )

@@ -13,15 +13,18 @@
  *                 "retryTimesWhenSendFailed", "vipChannelEnabled", "rpcHook" (a class name),
  *                 "routewatch": {"spoolDir", "cluster", "queueCapacity", "rollEvents",
  *                                "rollIntervalMs"} (absent: no hook library)}}
- *   {"send": {"producer", "topic", "count" (1), "spacingMs" (0), "tag", "body", "async" (false:
- *             send(message); true: send(message, callback), waited for)}}
+ *   {"send": {"producer", "topic", "count" (1), "spacingMs" (0), "tag", "body", "via" ("send":
+ *             send(message); "async": send(message, callback), waited for; "oneway":
+ *             sendOneway(message); "selector": send(message, selector, arg, timeout), the first
+ *             queue; "batch": send([message], timeout))}}
  *   {"wait": MILLISECONDS}
  *   {"route": {"producer", "topic"}}         the producer's cached route of the topic
  *   {"refresh": {"producer", "topic"}}       the producer refreshes that route from its NameServer
  *   {"shutdown": PRODUCER}
  *   {"hookStats": {"producer", "flushMs" (0)}}  the hook library's counters, after a flush
  * Output lines ("event"): "started" (a producer), "send" (one per message: status, broker,
- * queueId, msgId; or exception, message, responseCode and the causes), "route", "refresh",
+ * queueId, msgId; nothing of these for a one-way send that returned; or exception, message,
+ * responseCode and the causes), "route", "refresh",
  * "shutdown", "hookStats", "error" (a command that could not run), "done" (interactive mode only).
  *
  * A producer with no NameServer address looks it up over HTTP at MixAll.getWSAddr():
@@ -47,6 +50,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -275,7 +279,7 @@ public final class RouteDriver {
         long spacing = spec.getLongValue("spacingMs");
         String tag = spec.containsKey("tag") ? spec.getString("tag") : "routewatch";
         String body = spec.containsKey("body") ? spec.getString("body") : "routewatch";
-        boolean async = spec.getBooleanValue("async");
+        String via = spec.containsKey("via") ? spec.getString("via") : "send";
         for (int i = 0; i < count; i++) {
             if (i > 0 && spacing > 0) {
                 Thread.sleep(spacing);
@@ -287,11 +291,13 @@ public final class RouteDriver {
             long start = System.nanoTime();
             try {
                 Message message = new Message(topic, tag, (body + " " + i).getBytes(StandardCharsets.UTF_8));
-                SendResult result = async ? sendAsync(producer, message) : producer.send(message);
-                e.put("status", result.getSendStatus().name());
-                e.put("broker", result.getMessageQueue().getBrokerName());
-                e.put("queueId", result.getMessageQueue().getQueueId());
-                e.put("msgId", result.getMsgId());
+                SendResult result = sendVia(via, producer, message);
+                if (result != null) {
+                    e.put("status", result.getSendStatus().name());
+                    e.put("broker", result.getMessageQueue().getBrokerName());
+                    e.put("queueId", result.getMessageQueue().getQueueId());
+                    e.put("msgId", result.getMsgId());
+                }
             } catch (Exception ex) {
                 describe(e, ex);
                 JSONArray causes = new JSONArray();
@@ -305,6 +311,27 @@ public final class RouteDriver {
             }
             e.put("elapsedMs", (System.nanoTime() - start) / 1_000_000);
             emit(e);
+        }
+    }
+
+    /** One send of {@code message} through the producer's method named by {@code via}; null for
+     * a one-way send, which has no result. */
+    static SendResult sendVia(String via, DefaultMQProducer producer, Message message) throws Exception {
+        switch (via) {
+            case "send":
+                return producer.send(message);
+            case "async":
+                return sendAsync(producer, message);
+            case "oneway":
+                producer.sendOneway(message);
+                return null;
+            case "selector":
+                return producer.send(message, (queues, msg, arg) -> queues.get(0), null,
+                    producer.getSendMsgTimeout());
+            case "batch":
+                return producer.send(Collections.singletonList(message), producer.getSendMsgTimeout());
+            default:
+                throw new IllegalArgumentException("no send is called " + via);
         }
     }
 
