@@ -33,6 +33,11 @@ AT_RISK_MS = 5_000
 FAILURE_QUIET_MS = 120_000
 DIVERGENCE_MS = 60_000
 REFRESH_MS = 30_000
+# An auto-created topic left on no live broker, with no producer holding a template route for
+# it, no failure pending and no alert open, is forgotten after this long (docs/alerts.md, Terms,
+# "auto-created"): the state of a cluster whose clients keep inventing topic names stays bounded
+# over months.
+TOPIC_FORGET_MS = 7 * 24 * 3600 * 1000
 EVIDENCE_LIST_MAX = 50
 
 # positions of a resolution at one instant, in (ts, seq) order: one caused by time passing comes
@@ -170,6 +175,8 @@ class Rules:
             self._failure_quiet(key, at, "no_route", "NO_ROUTE_INFO")
         elif kind == "rejected":
             self._failure_quiet(key, at, "rejected", "SEND_REJECTED")
+        elif kind == "forget":
+            self._forget(key, at)
 
     # -- brokers --------------------------------------------------------------------------------
 
@@ -334,6 +341,57 @@ class Rules:
         elif pc_open:
             self.e.book.resolve(pc_key, at, {"coverage": f"{k}/{n}"})
         self._judge_at_risk(topic, state, holding, at)
+        self.note_idle(topic, state, at)
+
+    # -- forgetting an auto-created topic -------------------------------------------------------
+
+    def _is_idle(self, topic: str, state: TopicState) -> bool:
+        """Nothing is left of the topic: no live broker holds it, no producer holds a template
+        route for it, no failure of it is pending and no alert about it is open."""
+        if self.e.live_holders(topic) or state.holders or state.no_route or state.rejected:
+            return False
+        kinds: tuple[AlertKind, ...] = (
+            "PARTIAL_COVERAGE",
+            "AT_RISK",
+            "QUEUE_SKEW",
+            "NO_ROUTE_INFO",
+            "SEND_REJECTED",
+        )
+        return all(self.e.book.get(self._topic_key(kind, topic)) is None for kind in kinds)
+
+    def note_idle(self, topic: str, state: TopicState, at: int) -> None:
+        """Start (or stop) counting the time an auto-created topic has been idle; one
+        "forget" threshold is pending per topic at a time."""
+        if state.auto_created_at is None:
+            return
+        idle = self._is_idle(topic, state)
+        if not idle and state.idle_since is not None:
+            state.idle_since = None
+            self.e.topics.mark(topic)
+        elif idle and state.idle_since is None:
+            state.idle_since = at
+            if state.forget_due is None:
+                state.forget_due = at + TOPIC_FORGET_MS
+                self.e.schedule(state.forget_due, "forget", topic)
+            self.e.topics.mark(topic)
+
+    def _forget(self, topic: str, at: int) -> None:
+        """The threshold: forget the topic if it has been idle for TOPIC_FORGET_MS, else wait
+        for the end of its current idle time, if it is idle."""
+        state = self.e.topic_state(topic)
+        if state is None or state.forget_due != at:
+            return
+        state.forget_due = None
+        self.e.topics.mark(topic)
+        if state.idle_since is not None and not self._is_idle(topic, state):
+            state.idle_since = None
+        if state.idle_since is None:
+            return
+        if state.idle_since + TOPIC_FORGET_MS <= at:
+            self.e.topics.set(topic, None)  # Cluster.finish drops it from the indexes
+            return
+        state.forget_due = state.idle_since + TOPIC_FORGET_MS
+        self.e.schedule(state.forget_due, "forget", topic)
 
     def _coverage_alert(
         self,
@@ -604,4 +662,5 @@ class Rules:
             if kind == "NO_ROUTE_INFO":
                 self._resolved_at(key, at, _BEFORE_EVENTS)
             setattr(state, field_name, None)
+            self.note_idle(topic, state, at)
         self.e.topics.mark(topic)

@@ -126,6 +126,10 @@ class TopicState:
     at_risk_since: int | None = None
     no_route: dict[str, Any] | None = None  # last, count, clients, statuses, due
     rejected: dict[str, Any] | None = None  # last, count, brokers, due
+    # an auto-created topic with nothing left of it (Rules.note_idle): idle since when, and the
+    # instant of its pending "forget" threshold (one at a time)
+    idle_since: int | None = None
+    forget_due: int | None = None
 
     def is_empty(self) -> bool:
         return (
@@ -142,12 +146,22 @@ class TopicState:
             "at_risk_since": self.at_risk_since,
             "no_route": self.no_route,
             "rejected": self.rejected,
+            "idle_since": self.idle_since,
+            "forget_due": self.forget_due,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TopicState:
         holders = {c: Holder(list(b), int(s), int(p)) for c, (b, s, p) in d["holders"].items()}
-        return cls(d["auto_created_at"], holders, d["at_risk_since"], d["no_route"], d["rejected"])
+        return cls(
+            d["auto_created_at"],
+            holders,
+            d["at_risk_since"],
+            d["no_route"],
+            d["rejected"],
+            d.get("idle_since"),  # absent from states written before forgetting existed
+            d.get("forget_due"),
+        )
 
 
 @dataclass(slots=True)

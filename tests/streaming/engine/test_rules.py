@@ -526,6 +526,75 @@ def test_partial_coverage_left_on_no_broker_of_several_says_so_as_its_evidence_d
     assert all(_summary_counts(a.summary) == a.evidence["coverage"] for a in changes)
 
 
+# -- an idle auto-created topic is forgotten after 7 days ----------------------------------------
+
+DAY = 24 * 3600.0
+
+
+def _auto_created_on_both(*, converged: bool = True) -> Trace:
+    """T auto-created on a and b (no alert); the producer's pull at 30 s replaces its template
+    route unless not ``converged``. Both brokers fall silent after 60 s and expire at 180 s: from
+    then on no live broker holds T."""
+    t = Trace()
+    t.hb(0, "a")
+    t.hb(0, "b")
+    t.pull(0.5, "T", ["a", "b"], via_default=True)
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    t.send(2, "T", broker="b", auto_created=True)
+    t.hb(2, "b", {"T": 4}, full=False)
+    if converged:
+        t.pull(30, "T", ["a", "b"])
+    t.hb(60, "a", {"T": 4})
+    t.hb(60, "b", {"T": 4})
+    return t
+
+
+def _made_by_hand_on_a_only(t: Trace, s: float) -> None:
+    """At ``s``, the brokers are back and T is made by hand on a only: partial coverage if T is
+    still known as auto-created, nothing if it was forgotten."""
+    t.hb(s, "a", {"T": 4})
+    t.hb(s, "b")
+
+
+@pytest.mark.parametrize(("days", "forgotten"), [(6.9, False), (7.1, True)])
+def test_an_auto_created_topic_idle_for_7_days_is_forgotten(
+    batch_size: int | None, days: float, forgotten: bool
+) -> None:
+    t = _auto_created_on_both()
+    at = 180 + days * DAY  # idle from the brokers' expiry
+    _made_by_hand_on_a_only(t, at)
+
+    run_ = run(t, batch_size=batch_size)
+
+    expected = [] if forgotten else [("PARTIAL_COVERAGE", "C", "T", at, None)]
+    assert alerts(run_, "PARTIAL_COVERAGE") == expected
+
+
+def test_the_7_days_count_from_the_start_of_the_latest_idle_time(batch_size: int | None) -> None:
+    t = _auto_created_on_both()
+    t.hb(3 * DAY, "a", {"T": 4})  # back on both brokers for a while: not idle
+    t.hb(3 * DAY, "b", {"T": 4})  # silent again, idle from their expiry, 3 days + 120 s
+    at = 8 * DAY  # 8 days after the first idle time began, 5 after the latest
+    _made_by_hand_on_a_only(t, at)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_, "PARTIAL_COVERAGE") == [("PARTIAL_COVERAGE", "C", "T", at, None)]
+
+
+def test_a_topic_a_producer_holds_a_template_route_for_is_not_forgotten(
+    batch_size: int | None,
+) -> None:
+    t = _auto_created_on_both(converged=False)  # the producer keeps its template route
+    at = 8 * DAY
+    _made_by_hand_on_a_only(t, at)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_, "PARTIAL_COVERAGE") == [("PARTIAL_COVERAGE", "C", "T", at, None)]
+
+
 # -- the catalogue, kind by kind: every alert in full, opened and resolved ------------------------
 #
 # Every trace below is written by hand with explicit times; every alert it ends with is asserted
