@@ -165,11 +165,12 @@ def _run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
         if poller is not None:
             poller.close()
-        written = sink.close()
-        if metrics is not None:
-            metrics.close()
-        print(
-            f"routewatch collect: stopped; {counters.summary()} ({written:g} delivered).",
-            file=sys.stderr,
-        )
+        delivered: int | None = None
+        try:
+            delivered = sink.close()  # raises, saying what it gave up on, after a failure
+        finally:
+            if metrics is not None:
+                metrics.close()
+            tail = "" if delivered is None else f" ({delivered:g} delivered)"
+            print(f"routewatch collect: stopped; {counters.summary()}{tail}.", file=sys.stderr)
     return 0

@@ -424,3 +424,26 @@ def test_collect_forward_once_on_the_command_line(
 
     assert _spool_lines(out) == lines and _published(hook) == []
     assert "6 client events forwarded from 2 files" in capsys.readouterr().err
+
+
+def test_a_sink_that_gave_up_on_events_still_gets_the_stop_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hook = tmp_path / "hook"
+    _hook_spool(hook, _events(2), per_file=2)
+    monkeypatch.delenv("ROUTEWATCH_COLLECT_NAMESRV", raising=False)
+    monkeypatch.setenv("ROUTEWATCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ROUTEWATCH_SPOOL_DIR", str(tmp_path / "out"))
+    given_up = "1 event(s) could not be delivered to Kafka at 127.0.0.1:1, topic t (x); 0 were."
+
+    def close(self: SpoolSink) -> int:  # as the Kafka sink closes after giving up on an event
+        raise RoutewatchError(given_up)
+
+    monkeypatch.setattr(SpoolSink, "close", close)
+
+    assert main(["collect", "--forward", str(hook), "--to", "spool", "--once"]) == 2
+
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].startswith("routewatch collect: stopped; ")
+    assert "2 client events forwarded from 1 files" in err[-2]
+    assert err[-1] == f"routewatch: {given_up}"
