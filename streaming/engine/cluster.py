@@ -24,7 +24,7 @@ from routewatch.changes import RouteChange
 from routewatch.events import DeliveredStatus
 from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, TBW102
 from streaming.engine.alerts import AlertBook
-from streaming.engine.rules import FAILURE_QUIET_MS, Rules
+from streaming.engine.rules import CLIENT_FORGET_MS, FAILURE_QUIET_MS, Rules
 from streaming.engine.state import (
     Config,
     Holder,
@@ -288,9 +288,9 @@ class ClusterEngine:
     def _route_pull(self, e: dict[str, Any], ts: int) -> None:
         client, topic, ok = e["client_id"], e["topic"], e["result"] == "SUCCESS"
         if e["result"] == "NO_NAMESRV":
-            self.meta.no_namesrv_clients.add(client)
+            self.meta.no_namesrv_clients[client] = ts
         else:
-            self.meta.no_namesrv_clients.discard(client)
+            self.meta.no_namesrv_clients.pop(client, None)
         if e["role"] != "producer":
             return
         via_default = bool(e.get("via_default"))
@@ -354,6 +354,10 @@ class ClusterEngine:
         horizon = self.now - FAILURE_QUIET_MS
         self.meta.last_resolved = {
             k: v for k, v in self.meta.last_resolved.items() if v[0] >= horizon
+        }
+        # a client gone for good (a restarted application is a new client id) is forgotten
+        self.meta.no_namesrv_clients = {
+            c: t for c, t in self.meta.no_namesrv_clients.items() if t + CLIENT_FORGET_MS > self.now
         }
 
 

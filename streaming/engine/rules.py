@@ -38,6 +38,9 @@ REFRESH_MS = 30_000
 # "auto-created"): the state of a cluster whose clients keep inventing topic names stays bounded
 # over months.
 TOPIC_FORGET_MS = 7 * 24 * 3600 * 1000
+# A client's pull that said it has no NameServer address decides NO_ROUTE_INFO's cause for its
+# failures for this long (a restarted application is a new client id: the old one is gone).
+CLIENT_FORGET_MS = TOPIC_FORGET_MS
 EVIDENCE_LIST_MAX = 50
 
 # positions of a resolution at one instant, in (ts, seq) order: one caused by time passing comes
@@ -546,7 +549,10 @@ class Rules:
     def _cause(self, e: dict[str, Any]) -> NoRouteCause:
         regs = self._regs()
         live = [(k, r) for k, r in regs.items() if r.live]
-        if e["status"] == "NO_NAMESRV" or e["client_id"] in self.e.meta.no_namesrv_clients:
+        said_at = self.e.meta.no_namesrv_clients.get(e["client_id"])
+        if e["status"] == "NO_NAMESRV" or (
+            said_at is not None and e["ts"] < said_at + CLIENT_FORGET_MS
+        ):
             return "NO_NAMESRV"
         if not live:
             return "NO_LIVE_BROKER"

@@ -172,7 +172,8 @@ class Meta:
     regs: dict[RegKey, Reg] = field(default_factory=dict)
     auto_topics: set[str] = field(default_factory=set)
     active_topics: set[str] = field(default_factory=set)  # topics with a TopicState
-    no_namesrv_clients: set[str] = field(default_factory=set)
+    # clients whose latest pull said they have no NameServer address -> that pull's ts
+    no_namesrv_clients: dict[str, int] = field(default_factory=dict)
     diverged_since: dict[tuple[str, int], int] = field(default_factory=dict)
     # pending thresholds, a heap of (instant, 0 for liveness else 1, sequence, kind, key)
     deadlines: list[tuple[int, int, int, str, str]] = field(default_factory=list)
@@ -187,7 +188,7 @@ class Meta:
             "regs": {reg_id(k): r.to_json() for k, r in self.regs.items()},
             "auto_topics": sorted(self.auto_topics),
             "active_topics": sorted(self.active_topics),
-            "no_namesrv_clients": sorted(self.no_namesrv_clients),
+            "no_namesrv_clients": dict(sorted(self.no_namesrv_clients.items())),
             "diverged_since": [[b, i, t] for (b, i), t in self.diverged_since.items()],
             "deadlines": [list(d) for d in self.deadlines],
             "deadline_seq": self.deadline_seq,
@@ -202,7 +203,7 @@ class Meta:
             regs={reg_key(k): Reg.from_json(r) for k, r in d["regs"].items()},
             auto_topics=set(d["auto_topics"]),
             active_topics=set(d["active_topics"]),
-            no_namesrv_clients=set(d["no_namesrv_clients"]),
+            no_namesrv_clients=_clients_at(d["no_namesrv_clients"], d["stream_time"]),
             diverged_since={(b, int(i)): int(t) for b, i, t in d["diverged_since"]},
             deadlines=[
                 (int(a), int(p), int(q), str(k), str(e)) for a, p, q, k, e in d["deadlines"]
@@ -211,6 +212,14 @@ class Meta:
             open_alerts=d["open_alerts"],
             last_resolved={k: (int(t), int(s)) for k, (t, s) in d["last_resolved"].items()},
         )
+
+
+def _clients_at(raw: dict[str, Any] | list[str], stream_time: int | None) -> dict[str, int]:
+    """Clients and the instants of their pulls; a state written before the instants were kept
+    has the clients alone, taken as of its stream time."""
+    if isinstance(raw, list):
+        return {str(c): int(stream_time or 0) for c in raw}
+    return {str(c): int(t) for c, t in raw.items()}
 
 
 K = TypeVar("K")

@@ -1040,6 +1040,23 @@ def test_no_route_info_no_namesrv_by_pull_then_unknown_resolves_after_120_s_quie
     ]
 
 
+@pytest.mark.parametrize(("days", "cause"), [(6.9, "NO_NAMESRV"), (7.1, "NO_LIVE_BROKER")])
+def test_a_clients_no_namesrv_pull_decides_the_cause_for_7_days(
+    batch_size: int | None, days: float, cause: str
+) -> None:
+    # The client's pull said it has no NameServer address; its failure 7 days later is judged
+    # as if that pull had never been (a restarted application is a new client id).
+    t = Trace()
+    t.hb(0, "a")
+    t.pull(4, "T", [], result="NO_NAMESRV", namesrv=None)
+    at = 4 + days * DAY
+    t.send(at, "T", "NO_ROUTE_INFO")  # a has long expired
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert [a.cause for a in run_.final_alerts() if a.kind == "NO_ROUTE_INFO"] == [cause]
+
+
 def test_no_route_info_no_live_broker(batch_size: int | None) -> None:
     t = Trace()
     t.hb(0, "a")  # expires at 120 s
