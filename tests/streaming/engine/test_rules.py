@@ -535,12 +535,7 @@ def _auto_created_on_both(*, converged: bool = True) -> Trace:
     """T auto-created on a and b (no alert); the producer's pull at 30 s replaces its template
     route unless not ``converged``. Both brokers fall silent after 60 s and expire at 180 s: from
     then on no live broker holds T."""
-    t = Trace()
-    t.hb(0, "a")
-    t.hb(0, "b")
-    t.pull(0.5, "T", ["a", "b"], via_default=True)
-    t.send(1, "T", broker="a", auto_created=True)
-    t.hb(1, "a", {"T": 4}, full=False)
+    t = _template_route_on_one_of_two()
     t.send(2, "T", broker="b", auto_created=True)
     t.hb(2, "b", {"T": 4}, full=False)
     if converged:
