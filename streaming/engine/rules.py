@@ -325,12 +325,15 @@ class Rules:
             self.e.schedule(ts + SETTLE_MS, "settle", topic)
 
     def topic_changed(self, topic: str, at: int) -> None:
-        """Re-judge QUEUE_SKEW, PARTIAL_COVERAGE and AT_RISK for one topic."""
+        """Re-judge QUEUE_SKEW, PARTIAL_COVERAGE and AT_RISK for one topic (a system topic
+        raises none of them, but is forgotten as any other)."""
+        state = self.e.topic_state(topic) if topic in self.e.meta.auto_topics else None
         if self._is_system(topic):
+            if state is not None:
+                self.note_idle(topic, state, at)
             return
         holders = self.e.live_holders(topic)
         self._judge_skew(topic, holders, at)
-        state = self.e.topic_state(topic) if topic in self.e.meta.auto_topics else None
         if state is None or state.auto_created_at is None:
             return
         holding = {b for (_, b, i) in holders if i == 0}
@@ -589,6 +592,7 @@ class Rules:
             fail["due"] = ts + FAILURE_QUIET_MS
             self.e.schedule(ts + FAILURE_QUIET_MS, "no_route", topic)
         state.no_route = fail
+        self.note_idle(topic, state, ts)  # a failure ends an idle time
         self.e.topics.mark(topic)
         cause = self._cause(e)
         remedies = {
@@ -635,6 +639,7 @@ class Rules:
             rej["due"] = ts + FAILURE_QUIET_MS
             self.e.schedule(ts + FAILURE_QUIET_MS, "rejected", topic)
         state.rejected = rej
+        self.note_idle(topic, state, ts)
         self.e.topics.mark(topic)
         brokers = ", ".join(sorted(rej["brokers"]))
         self.e.book.raise_or_update(

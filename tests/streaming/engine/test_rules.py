@@ -578,6 +578,18 @@ def test_the_7_days_count_from_the_start_of_the_latest_idle_time(batch_size: int
     assert alerts(run_, "PARTIAL_COVERAGE") == [("PARTIAL_COVERAGE", "C", "T", at, None)]
 
 
+@pytest.mark.parametrize("status", ["NO_ROUTE_INFO", "TOPIC_NOT_EXIST"])
+def test_a_failed_send_ends_an_idle_time(batch_size: int | None, status: str) -> None:
+    t = _auto_created_on_both()
+    t.send(180 + 6.9 * DAY, "T", status, broker="a" if status == "TOPIC_NOT_EXIST" else None)
+    at = 180 + 7.1 * DAY  # 7.1 days after the idle time began, minutes after the failure's end
+    _made_by_hand_on_a_only(t, at)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_, "PARTIAL_COVERAGE") == [("PARTIAL_COVERAGE", "C", "T", at, None)]
+
+
 def test_a_topic_a_producer_holds_a_template_route_for_is_not_forgotten(
     batch_size: int | None,
 ) -> None:

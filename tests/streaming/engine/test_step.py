@@ -11,6 +11,7 @@ from streaming.engine import MemoryEntries, Step, run_stream
 from streaming.engine.intake import dedupe_id
 from streaming.engine.layout import BUCKETS
 from streaming.engine.stream import Arrival
+from tests.streaming.engine.events import Trace
 from tests.support.traces import arrivals
 
 TRACE = "demo-mixed"
@@ -88,3 +89,36 @@ def test_the_runner_is_the_step_over_memory() -> None:
     )
 
     assert sorted(a.id for a in run.final_alerts()) == sorted({a[0] for a in _alerts(rows)})
+
+
+def test_topics_and_clients_gone_for_7_days_leave_nothing_in_the_state() -> None:
+    """Thirty auto-created topics (a system topic among them) and a client without a NameServer
+    address; the topics are deleted and the client goes away. Eight days later no entry of the
+    state names any of them: what the job reads at every batch does not grow with them."""
+    day = 24 * 3600.0
+    names = [f"Invented-{i}" for i in range(29)] + ["BenchmarkTest"]
+    t = Trace()
+    t.hb(0, "a")
+    t.hb(0, "b")
+    for i, topic in enumerate(names):
+        client = f"app-{i}"
+        t.pull(1, topic, ["a", "b"], via_default=True, client=client)
+        t.send(1, topic, broker="a", auto_created=True, client=client)
+        t.send(1, topic, broker="b", auto_created=True, client=client)
+        t.pull(30, topic, ["a", "b"], client=client)  # converged: no alert
+    t.hb(2, "a", dict.fromkeys(names, 4), full=False)
+    t.hb(2, "b", dict.fromkeys(names, 4), full=False)
+    t.pull(3, "Other", [], result="NO_NAMESRV", namesrv=None, client="ghost-client")
+    t.hb(60, "a")  # the topics are deleted
+    t.hb(60, "b")
+    t.hb(8 * day, "a")  # the brokers, silent meanwhile, are back
+    t.hb(8 * day, "b")
+    entries = MemoryEntries()
+    step = Step(lateness_ms=0, dedupe_horizon_ms=300_000)
+
+    step(entries, _arrivals(t.arrivals()))
+    step(entries, [], final=True)  # the end of the input releases the events held at 8 days
+
+    stored = b"".join(name.encode() + data for name, data in entries.data.items())
+    assert b"ghost-client" not in stored
+    assert [name for name in names if name.encode() in stored] == []
