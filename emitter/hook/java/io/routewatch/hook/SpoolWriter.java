@@ -51,6 +51,7 @@ public final class SpoolWriter {
     private final Object progress = new Object();  // flush() waits on it, the writer signals it
     private volatile boolean flushRequested;
     private volatile boolean closed;
+    private volatile boolean ended;  // the writer thread has left its loop (set before the signal)
 
     private long lastMtimeNs;
     private long lastLogMs;
@@ -123,7 +124,7 @@ public final class SpoolWriter {
         synchronized (progress) {
             while (written.get() + droppedInWrite.get() < target) {
                 long left = deadline - System.nanoTime();
-                if (left <= 0 || !thread.isAlive()) {
+                if (left <= 0 || ended || !thread.isAlive()) {
                     return false;
                 }
                 try {
@@ -155,6 +156,7 @@ public final class SpoolWriter {
         try {
             write();
         } finally {
+            ended = true;
             signalProgress();
         }
     }
