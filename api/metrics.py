@@ -182,13 +182,22 @@ class StoreCollector(Collector):
             "Wall clock seconds since the job last received an event newer than every event "
             "before it.",
         )
+        report_age = GaugeMetricFamily(
+            "routewatch_stream_job_report_age_seconds",
+            "Wall clock seconds since the stream job last reported progress: a batch, or "
+            "Spark's report every 10 s that the query is idle.",
+        )
         newest, input_at = newest_times(store)
+        jobs = store.jobs()
         now = time.time()
         if newest is not None:
             lag.add_metric([], max(now - newest / 1000, 0.0))
         if input_at is not None:
             input_age.add_metric([], max(now - input_at / 1000, 0.0))
+        if jobs:
+            report_age.add_metric([], max(now - jobs[0]["reported_at"] / 1000, 0.0))
         yield duration
         yield rate
         yield lag
         yield input_age
+        yield report_age

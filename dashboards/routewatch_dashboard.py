@@ -345,13 +345,18 @@ def _pipeline_row() -> list[timeseries.Panel]:
             span=6,
         ),
         _timeseries(
-            "Input age",
-            "Seconds since the job last received an event newer than every event before it. "
-            "Brokers register every 30 s, so it stays low while input flows. "
-            "Red (over 120 s, RoutewatchInputStalled): the collectors or emitters, the replayer "
-            "or the Kafka topic stopped, or the job is not reading; routewatch judges no "
-            "time-driven alert until input resumes.",
-            [_query("routewatch_stream_input_age_seconds", "input age")],
+            "Input age and job report age",
+            "Input age: seconds since the job last received an event newer than every event "
+            "before it. Brokers register every 30 s, so it stays low while input flows. Red "
+            "(over 120 s, RoutewatchInputStalled): the collectors or emitters, the replayer or "
+            "the Kafka topic stopped; routewatch judges no time-driven alert until input "
+            "resumes. Job report age: seconds since the job last reported progress (a batch, "
+            "or its idle report every 10 s); red (over 120 s, RoutewatchJobStopped): the job "
+            "is stopped or stuck in a batch.",
+            [
+                _query("routewatch_stream_input_age_seconds", "input age"),
+                _query("routewatch_stream_job_report_age_seconds", "job report age", ref="B"),
+            ],
             unit="s",
             span=6,
         ).thresholds(_thresholds((None, GREEN), (60, ORANGE), (120, RED))),

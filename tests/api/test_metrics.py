@@ -87,3 +87,29 @@ def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
     assert before - (now_ms - 300_000) / 1000 <= age <= after - (now_ms - 300_000) / 1000
     (lag,) = values[LAG]
     assert before - event_ms / 1000 <= lag <= after - event_ms / 1000
+
+
+JOB_REPORT_AGE = "routewatch_stream_job_report_age_seconds"
+
+
+def test_the_job_report_age_counts_from_its_last_progress_report(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now_ms = int(time.time() * 1000)
+    store = open_store(store_url)
+    try:
+        values, _, _ = _scrape(store_url, tmp_path)
+        assert values[JOB_REPORT_AGE] == []  # no job has reported
+        monkeypatch.setattr("routewatch.store.store._now_ms", lambda: now_ms - 600_000)
+        store.write_batch("job", 0, [_clock("C", now_ms)])
+        store.record_progress("job", 0, input_rows=1, duration_ms=100)
+        monkeypatch.setattr("routewatch.store.store._now_ms", lambda: now_ms - 200_000)
+        store.record_idle("job")  # Spark's idle report: the job is alive, with nothing to read
+    finally:
+        store.close()
+    monkeypatch.undo()
+
+    values, before, after = _scrape(store_url, tmp_path)
+
+    (age,) = values[JOB_REPORT_AGE]
+    assert before - (now_ms - 200_000) / 1000 <= age <= after - (now_ms - 200_000) / 1000
