@@ -1,5 +1,6 @@
 """``/metrics``' input age over a store written by hand (SQLite and PostgreSQL): how long ago an
-event newer than every event before it last arrived, by the store's wall clock."""
+event newer than every event before it last arrived, by the store's wall clock; and the job's
+report age, how long ago it last reported progress."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from routewatch.store import Store, open_store
 
 INPUT_AGE = "routewatch_stream_input_age_seconds"
 LAG = "routewatch_stream_event_time_lag_seconds"
+JOB_REPORT_AGE = "routewatch_stream_job_report_age_seconds"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -54,13 +56,19 @@ def _scrape(url: str, tmp_path: Path) -> tuple[dict[str, list[float]], float, fl
     return {f.name: [s.value for s in f.samples] for f in families}, before, after
 
 
+def _seconds_since(at_ms: int, value: float, before: float, after: float) -> bool:
+    """Whether a gauge scraped between the wall clocks ``before`` and ``after`` (s) holds the
+    seconds since ``at_ms``."""
+    return before - at_ms / 1000 <= value <= after - at_ms / 1000
+
+
 def test_input_age_is_absent_before_the_first_batch(store_url: str, tmp_path: Path) -> None:
     open_store(store_url).close()
 
     values, _, _ = _scrape(store_url, tmp_path)
 
     assert values["routewatch_exporter_up"] == [1]
-    assert values[INPUT_AGE] == [] and values[LAG] == []
+    assert values[INPUT_AGE] == [] and values[LAG] == [] and values[JOB_REPORT_AGE] == []
 
 
 def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
@@ -76,6 +84,9 @@ def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
         _write(
             store, monkeypatch, 2, now_ms - 60_000, _clock("C", event_ms - 1), _clock("D", event_ms)
         )
+        # 20 s ago Spark reported the query idle: the job is alive, with nothing to read
+        monkeypatch.setattr("routewatch.store.store._now_ms", lambda: now_ms - 20_000)
+        store.record_idle("job")
     finally:
         store.close()
     monkeypatch.undo()
@@ -84,32 +95,8 @@ def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
 
     # D's newest event last advanced 300 s before now_ms; C's earlier; the rewrites do not count
     (age,) = values[INPUT_AGE]
-    assert before - (now_ms - 300_000) / 1000 <= age <= after - (now_ms - 300_000) / 1000
+    assert _seconds_since(now_ms - 300_000, age, before, after)
     (lag,) = values[LAG]
-    assert before - event_ms / 1000 <= lag <= after - event_ms / 1000
-
-
-JOB_REPORT_AGE = "routewatch_stream_job_report_age_seconds"
-
-
-def test_the_job_report_age_counts_from_its_last_progress_report(
-    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    now_ms = int(time.time() * 1000)
-    store = open_store(store_url)
-    try:
-        values, _, _ = _scrape(store_url, tmp_path)
-        assert values[JOB_REPORT_AGE] == []  # no job has reported
-        monkeypatch.setattr("routewatch.store.store._now_ms", lambda: now_ms - 600_000)
-        store.write_batch("job", 0, [_clock("C", now_ms)])
-        store.record_progress("job", 0, input_rows=1, duration_ms=100)
-        monkeypatch.setattr("routewatch.store.store._now_ms", lambda: now_ms - 200_000)
-        store.record_idle("job")  # Spark's idle report: the job is alive, with nothing to read
-    finally:
-        store.close()
-    monkeypatch.undo()
-
-    values, before, after = _scrape(store_url, tmp_path)
-
-    (age,) = values[JOB_REPORT_AGE]
-    assert before - (now_ms - 200_000) / 1000 <= age <= after - (now_ms - 200_000) / 1000
+    assert _seconds_since(event_ms, lag, before, after)
+    (report_age,) = values[JOB_REPORT_AGE]
+    assert _seconds_since(now_ms - 20_000, report_age, before, after)
