@@ -28,7 +28,6 @@ from routewatch.store.views import AlertFilter, alert, alerts, decode_cursor, se
 # before their own parameters, so that a caller without a token is told so (403 or 401) rather
 # than about a value for an operation it may not use.
 router = APIRouter(prefix="/alerts", tags=["alerts"])
-CHECKED = QUERY_CHECKS
 
 
 async def require_token(
@@ -61,7 +60,7 @@ AUTHORIZED = [Depends(check_query_names), Depends(require_token), Depends(check_
 
 
 @router.get(
-    "", response_model=AlertsPublic, summary="List alerts, newest first", dependencies=CHECKED
+    "", response_model=AlertsPublic, summary="List alerts, newest first", dependencies=QUERY_CHECKS
 )
 def list_alerts(
     store: StoreDep,
@@ -137,7 +136,7 @@ def silence_alert(
     "/{alert_id}",
     response_model=AlertPublic,
     summary="One alert, with its evidence",
-    dependencies=CHECKED,
+    dependencies=QUERY_CHECKS,
 )
 def get_alert(alert_id: str, store: StoreDep) -> AlertPublic:
     found = alert(store, alert_id)

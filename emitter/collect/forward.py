@@ -148,16 +148,16 @@ class Forwarder:
         return _File(path, events, skipped, first_bad)
 
     def _deliver(self, batch: list[_File]) -> bool:
-        """Wait for the sink to deliver the batch's events, then remove its files."""
-        if self._stop.is_set() or not self.sink.flush():
-            if not self._stop.is_set():
-                self.counters.inc("routewatch_collect_forward_errors_total", reason="delivery")
-                log.warning(
-                    "the sink did not deliver every event of %d forwarded file(s) from %s on "
-                    "(see the sink's own line); they stay, and are sent again at the next look.",
-                    len(batch),
-                    batch[0].path,
-                )
+        """Wait for the sink to deliver the batch's events (also after a stop: they are written
+        already), then remove its files."""
+        if not self.sink.flush():
+            self.counters.inc("routewatch_collect_forward_errors_total", reason="delivery")
+            log.warning(
+                "the sink did not deliver every event of %d forwarded file(s) from %s on "
+                "(see the sink's own line); they stay, and are sent again at the next look.",
+                len(batch),
+                batch[0].path,
+            )
             return False
         for file in batch:
             self.counters.inc("routewatch_collect_forward_events_total", file.events)

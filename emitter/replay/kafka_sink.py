@@ -179,9 +179,9 @@ class KafkaSink:
                 self._ship(batch)
 
     def flush(self) -> bool:
-        """Send every open batch and wait until every batch is acknowledged or given up (at
-        most the delivery timeout); True when no event written since the previous flush
-        failed."""
+        """Send every open batch and wait until every batch is acknowledged or given up (each
+        partition at most twice the delivery timeout: its batch in flight, then its open one);
+        True when no event written since the previous flush failed."""
         for batch in list(self._open.values()):
             self._ship(batch)
         for partition in list(self._sent):

@@ -124,7 +124,7 @@ public final class SpoolWriter {
         synchronized (progress) {
             while (written.get() + droppedInWrite.get() < target) {
                 long left = deadline - System.nanoTime();
-                if (left <= 0 || ended || !thread.isAlive()) {
+                if (left <= 0 || ended) {
                     return false;
                 }
                 try {
