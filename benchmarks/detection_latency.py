@@ -13,8 +13,8 @@ only when both ran at it) and ``lateness_bound_s`` (that bound).
 
 **What runs.** Everything is real: per cell, a fresh ``routewatch stream --source spool|kafka``
 (``ROUTEWATCH_LATENESS_BOUND_S`` 0 or the default, ``ROUTEWATCH_TRIGGER_INTERVAL_S=1``, SQLite
-store in a temporary data directory; for Kafka, routewatch's Python source on a new one-partition
-topic of the test harness's Apache Kafka 0.9 broker, ``routewatch/testing/kafka.py``) and
+store in a temporary data directory; for Kafka, Spark's own source on a new one-partition topic
+of the test harness's Apache Kafka 4.x broker, ``routewatch/testing/kafka.py``) and
 ``routewatch api`` on a free 127.0.0.1 port. This process writes the events itself, in real
 time, with the replayer's own sinks (``SpoolSink``: files rolled every 0.25 s; ``KafkaSink``:
 acks=all, 50 ms linger; both from the ``ROUTEWATCH_*`` replay settings) and its ``Pacer`` at
@@ -113,7 +113,8 @@ from routewatch.codec import encode, to_wire
 from routewatch.events import Event, RoutePull
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
-from routewatch.testing.kafka import API_VERSION, KafkaBroker, running_broker
+from routewatch.testing.kafka import KafkaBroker, running_broker
+from routewatch.testing.parts import spark_kafka_jars
 from routewatch.testing.processes import (
     api_answers,
     free_port,
@@ -544,8 +545,7 @@ def job_env(data: Path, bound_s: float, kafka: tuple[str, str] | None) -> dict[s
         env.update(
             ROUTEWATCH_KAFKA_BOOTSTRAP=kafka[0],
             ROUTEWATCH_KAFKA_TOPIC=kafka[1],
-            ROUTEWATCH_KAFKA_API_VERSION=".".join(map(str, API_VERSION)),
-            ROUTEWATCH_KAFKA_SOURCE="python",
+            ROUTEWATCH_SPARK_JARS=spark_kafka_jars(),
         )
     return env
 
@@ -675,7 +675,6 @@ def make_sink(data: Path, kafka: tuple[str, str] | None) -> Sink:
     update = {
         "kafka_bootstrap": kafka[0],
         "kafka_topic": kafka[1],
-        "kafka_api_version": API_VERSION,
     }
     return sink_for("kafka", settings.model_copy(update=update))
 
@@ -942,7 +941,7 @@ def settings_figures(args: argparse.Namespace, spec: FleetSpec, events: int) -> 
         "spool_roll_interval_s": emitter.spool_roll_interval_s,
         "kafka_linger_ms": emitter.kafka_linger_ms,
         "kafka_partitions": 1,
-        "kafka_source": "python",
+        "kafka_source": "native",
         "note": "shared 2-core machine: another workload ran at the same time",
     }
 

@@ -24,7 +24,7 @@ from emitter.settings import EmitterSettings
 from emitter.trace import TraceWriter
 from routewatch.cli import plain_text
 from routewatch.settings import load
-from routewatch.testing.kafka import API_VERSION, running_broker
+from routewatch.testing.kafka import running_broker
 
 
 def measure(trace: Path, make_sink: object, runs: int) -> tuple[list[float], list[float], int]:
@@ -73,7 +73,6 @@ def main() -> None:
                         update={
                             "kafka_bootstrap": broker.bootstrap,
                             "kafka_topic": f"bench-{run}",
-                            "kafka_api_version": API_VERSION,
                         }
                     ),
                 ),

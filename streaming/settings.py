@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
 
 from pydantic import Field
 
@@ -39,8 +38,14 @@ class StreamingSettings(Settings):
     spark_master: str = Field(default="local[2]", description="Spark master URL.")
     spark_packages: str = Field(
         default="",
-        description="Maven coordinates Spark fetches at start (spark.jars.packages), e.g. "
-        "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0 for Spark's own Kafka source.",
+        description="Maven coordinates Spark fetches at start (spark.jars.packages), comma "
+        "separated; when the job reads Kafka and neither this nor ROUTEWATCH_SPARK_JARS is set, "
+        "Spark's Kafka connector at PySpark's version.",
+    )
+    spark_jars: str = Field(
+        default="",
+        description="Local jars for the job's JVM (spark.jars), comma separated: e.g. Spark's "
+        "Kafka connector and what it needs, where Spark cannot fetch them itself.",
     )
     spark_driver_memory: str | None = Field(
         default=None,
@@ -63,11 +68,6 @@ class StreamingSettings(Settings):
         default=None, gt=0, description="Cap on spool files per micro-batch (none by default)."
     )
 
-    kafka_source: Literal["auto", "native", "python"] = Field(
-        default="auto",
-        description="Which Kafka source: Spark's own (native; needs the spark-sql-kafka "
-        "connector on the classpath), routewatch's Python one, or native when present (auto).",
-    )
     kafka_starting_offsets: str = Field(
         default="earliest",
         description="Where a new query starts reading Kafka: earliest, latest, or a JSON "
@@ -96,6 +96,8 @@ class StreamingSettings(Settings):
             conf["spark.driver.memory"] = self.spark_driver_memory
         if self.spark_packages:
             conf["spark.jars.packages"] = self.spark_packages
+        if self.spark_jars:
+            conf["spark.jars"] = self.spark_jars
         return conf
 
     @property

@@ -63,15 +63,27 @@ def test_every_install_hint_for_the_test_tools_names_the_command_that_installs_t
     assert wrong == []
 
 
-def test_kafka_missing_says_to_run_the_test_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("name", ["kafka", "rocketmq4", "rocketmq5", "spark-kafka"])
+def test_a_missing_part_says_to_run_the_test_install(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from routewatch.testing.kafka import kafka_home
+    from routewatch.testing import parts
 
-    monkeypatch.setenv("ROUTEWATCH_TEST_KAFKA_HOME", str(tmp_path))
+    monkeypatch.setattr(parts, "CACHE", tmp_path)
 
-    with pytest.raises(RuntimeError, match=r"run `bash \.ci/install --test`"):
-        kafka_home()
+    with pytest.raises(parts.PartMissingError, match=r"run `bash \.ci/install --test`"):
+        parts.home(name)
+
+
+def test_kafka_missing_says_to_run_the_test_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from routewatch.testing import parts
+    from routewatch.testing.kafka import KafkaNotFoundError, kafka_lib
+
+    monkeypatch.delenv("ROUTEWATCH_TEST_KAFKA_HOME", raising=False)
+    monkeypatch.setattr(parts, "CACHE", parts.CACHE / "nothing-here")
+
+    with pytest.raises(KafkaNotFoundError, match=r"run `bash \.ci/install --test`"):
+        kafka_lib()
 
 
 CONTRACT = REPO / "docs" / "contract.md"

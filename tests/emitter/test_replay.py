@@ -17,7 +17,7 @@ from kafka import KafkaConsumer, TopicPartition
 from emitter.replay import Pacer, StdoutSink, read_traces, replay
 from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
-from routewatch.testing.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.kafka import KafkaBroker
 from routewatch.testing.processes import free_port, wait_for
 from tests.support.traces import write_trace
 
@@ -80,7 +80,6 @@ def test_kafka_gets_every_event_once_in_order_with_the_contract_key(
     env = _env(
         tmp_path,
         ROUTEWATCH_KAFKA_BOOTSTRAP=kafka_broker.bootstrap,
-        ROUTEWATCH_KAFKA_API_VERSION="0.9",
         ROUTEWATCH_KAFKA_TOPIC="replay.order",
     )
 
@@ -89,7 +88,6 @@ def test_kafka_gets_every_event_once_in_order_with_the_contract_key(
     assert result.returncode == 0, result.stderr
     consumer = KafkaConsumer(
         bootstrap_servers=kafka_broker.bootstrap,
-        api_version=API_VERSION,
         group_id=None,
         consumer_timeout_ms=10_000,
     )
@@ -109,7 +107,7 @@ def test_an_unreachable_kafka_is_one_sentence_naming_the_address(
     trace: Path, tmp_path: Path
 ) -> None:
     address = f"127.0.0.1:{free_port()}"
-    env = _env(tmp_path, ROUTEWATCH_KAFKA_BOOTSTRAP=address, ROUTEWATCH_KAFKA_API_VERSION="0.9")
+    env = _env(tmp_path, ROUTEWATCH_KAFKA_BOOTSTRAP=address)
 
     result = _replay(str(trace), "--to", "kafka", env=env)
 

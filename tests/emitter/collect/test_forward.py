@@ -29,7 +29,7 @@ from routewatch.cli import main
 from routewatch.codec import encode, parse
 from routewatch.errors import RoutewatchError
 from routewatch.events import Event, QueueData, RoutePull, Send
-from routewatch.testing.kafka import API_VERSION, KafkaBroker, running_broker
+from routewatch.testing.kafka import KafkaBroker, running_broker
 from routewatch.testing.processes import wait_for
 
 TS = 1_760_000_000_000
@@ -293,7 +293,6 @@ def _consume(broker: KafkaBroker, topic: str, count: int) -> list[tuple[bytes, b
     """The topic's first ``count`` records (fewer if no more come within 10 s)."""
     consumer = KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
-        api_version=API_VERSION,
         group_id=None,
         consumer_timeout_ms=10_000,
     )
@@ -309,7 +308,7 @@ def _kafka_sink(broker: KafkaBroker, topic: str, retries: int = 2) -> KafkaSink:
     return KafkaSink(
         broker.bootstrap,
         topic,
-        API_VERSION,
+        None,
         acks="all",
         linger_ms=5,
         batch_bytes=4_000,

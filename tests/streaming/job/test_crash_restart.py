@@ -32,6 +32,7 @@ from routewatch.events import Event
 from routewatch.settings import load
 from routewatch.store import StoreUnavailableError, open_store
 from routewatch.testing.kafka import KafkaBroker
+from routewatch.testing.parts import spark_kafka_jars
 from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
 from streaming.job.sink import job_name
 from streaming.job.stream import start_stream
@@ -66,11 +67,7 @@ def _publish_spool(spool: Path, lines: list[bytes]) -> int:
 def _produce(broker: KafkaBroker, topic: str, lines: list[bytes]) -> None:
     from kafka import KafkaProducer
 
-    from routewatch.testing.kafka import API_VERSION
-
-    producer = KafkaProducer(
-        bootstrap_servers=broker.bootstrap, api_version=API_VERSION, acks="all"
-    )
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
     try:
         for i, line in enumerate(lines):
             producer.send(topic, value=line, partition=i % 2)
@@ -246,8 +243,7 @@ def test_sigkill_at_random_points_over_kafka(
     caps = {
         "kafka_bootstrap": kafka_broker.bootstrap,
         "kafka_topic": topic,
-        "kafka_api_version": "0.9",
-        "kafka_source": "python",
+        "spark_jars": spark_kafka_jars(),
         "kafka_max_offsets_per_trigger": CHUNK,
         "trigger_interval_s": 0.1,
     }

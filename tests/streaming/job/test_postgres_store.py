@@ -20,7 +20,7 @@ from emitter.scenarios import on_clusters
 from routewatch.codec import encode
 from routewatch.settings import load
 from routewatch.store import open_store
-from routewatch.testing.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.kafka import KafkaBroker
 from routewatch.testing.postgres import Postgres
 from routewatch.testing.processes import wait_for
 from streaming.job.stream import start_stream
@@ -54,9 +54,7 @@ def _run(spark: SparkSession, settings: StreamingSettings, source: str = "spool"
 def _produce(broker: KafkaBroker, topic: str, lines: list[bytes]) -> None:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(
-        bootstrap_servers=broker.bootstrap, api_version=API_VERSION, acks="all"
-    )
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
     try:
         for line in lines:
             producer.send(topic, value=line, key=orjson.loads(line)["cluster"].encode())
@@ -85,8 +83,6 @@ def test_the_job_stores_in_postgresql_what_it_stores_in_sqlite(
         extra = {
             "kafka_bootstrap": broker.bootstrap,
             "kafka_topic": topic,
-            "kafka_api_version": "0.9",
-            "kafka_source": "python",
         }
     lite = _settings(tmp_path / "sqlite", spool, **extra)
     pg_url = postgres.create_database(f"job_{uuid.uuid4().hex[:12]}")

@@ -1,4 +1,4 @@
-"""The Python Kafka source against the real broker, and the job end to end over Kafka."""
+"""The job end to end over Kafka, on Spark's own Kafka source and the real broker."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka import KafkaProducer
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.streaming.query import StreamingQuery
 
 from emitter.replay import KafkaSink, Pacer, replay
@@ -17,71 +15,22 @@ from emitter.replay.reader import read_traces
 from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
-from routewatch.testing.kafka import API_VERSION, KafkaBroker
+from routewatch.testing.kafka import KafkaBroker
 from streaming.job.progress import left_input_unread
 from streaming.job.sink import job_name
 from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
-from streaming.sources.kafka import KafkaPartition, KafkaStreamReader, read_partition, share_cap
 from tests.support.stores import batches
 from tests.support.traces import expected, shape, write_trace
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
-def test_the_cap_is_shared_in_proportion_to_backlog() -> None:
-    assert share_cap({0: 0, 1: 0}, {0: 30, 1: 10}, 100) == {0: 30, 1: 10}
-    assert share_cap({0: 0, 1: 0}, {0: 30, 1: 10}, 8) == {0: 6, 1: 2}
-    # backlogs 1, 4, 4 share 3: floors 0, 1, 1; the one left goes to the largest remainder
-    assert share_cap({0: 5, 1: 0, 2: 0}, {0: 6, 1: 4, 2: 4}, 3) == {0: 5, 1: 2, 2: 1}
-
-
-def _options(broker: KafkaBroker, topic: str, **extra: str) -> dict[str, str]:
-    return {
-        "kafka.bootstrap.servers": broker.bootstrap,
-        "subscribe": topic,
-        "kafka.api.version": "0.9",
-        **extra,
-    }
-
-
-def test_the_reader_plans_and_reads_exact_offset_ranges(kafka_broker: KafkaBroker) -> None:
-    kafka_broker.create_topic("source.ranges", partitions=3)
-    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, api_version=API_VERSION)
-    for i in range(90):
-        producer.send("source.ranges", key=f"k{i % 7}".encode(), value=f"v{i}".encode())
-    producer.flush()
-    producer.close()
-    reader = KafkaStreamReader(_options(kafka_broker, "source.ranges", maxoffsetspertrigger="40"))
-
-    start = reader.initialOffset()
-    assert start == {"source.ranges": {"0": 0, "1": 0, "2": 0}}
-    assert reader.getDefaultReadLimit() == ReadMaxRows(40)
-    capped = reader.latestOffset(start, ReadMaxRows(40))
-    reported = reader.reportLatestOffset()  # the topic's end, past the cap: a backlog waits
-    everything = reader.latestOffset(start, ReadAllAvailable())
-    assert reported == everything == reader.reportLatestOffset() != capped
-    assert sum(capped["source.ranges"].values()) == 40
-    assert sum(everything["source.ranges"].values()) == 90
-
-    values: list[bytes] = []
-    for end in (capped, everything):
-        for part in reader.partitions(start, end):
-            assert isinstance(part, KafkaPartition)
-            batches = list(read_partition(reader.options, part))
-            offsets = [o for b in batches for o in b.column("offset").to_pylist()]
-            assert offsets == list(range(part.start, part.end))
-            values += [v for b in batches for v in b.column("value").to_pylist()]
-        start = end
-    reader.stop()
-    assert sorted(values) == sorted(f"v{i}".encode() for i in range(90))
-
-
 def _produce(broker: KafkaBroker, topic: str, trace: Path) -> int:
     sink = KafkaSink(
         broker.bootstrap,
         topic,
-        API_VERSION,
+        None,
         acks="all",
         linger_ms=5,
         batch_bytes=1 << 20,
@@ -97,8 +46,6 @@ def _settings(root: Path, broker: KafkaBroker, topic: str, **extra: Any) -> Stre
         data_dir=root,
         kafka_bootstrap=broker.bootstrap,
         kafka_topic=topic,
-        kafka_api_version="0.9",
-        kafka_source="python",
         trigger_interval_s=0.1,
         **extra,
     )

@@ -51,8 +51,6 @@ def test_a_broker_restart_mid_stream_loses_nothing(
         data_dir=tmp_path / "job",
         kafka_bootstrap=own_broker.bootstrap,
         kafka_topic=TOPIC,
-        kafka_api_version="0.9",
-        kafka_source="python",
         trigger_interval_s=0.5,
     )
     (reference,) = evaluate_traces(spark, [trace], settings).values()
@@ -61,7 +59,6 @@ def test_a_broker_restart_mid_stream_loses_nothing(
         "ROUTEWATCH_DATA_DIR": str(tmp_path / "replay"),
         "ROUTEWATCH_KAFKA_BOOTSTRAP": own_broker.bootstrap,
         "ROUTEWATCH_KAFKA_TOPIC": TOPIC,
-        "ROUTEWATCH_KAFKA_API_VERSION": "0.9",
     }
     query = start_stream(spark, settings, "kafka")
     replay_log = tmp_path / "replay.log"
