@@ -6,6 +6,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from routewatch.testing.kafka import KafkaBroker
+from routewatch.testing.processes import listening_addresses
 
 pytestmark = pytest.mark.kafka
 
@@ -29,6 +30,13 @@ def _consume(broker: KafkaBroker, topic: str, expected: int) -> list[tuple[int, 
         return got
     finally:
         consumer.close()
+
+
+def test_the_broker_listens_on_loopback_only(kafka_broker: KafkaBroker) -> None:
+    assert listening_addresses(kafka_broker.pid) == {
+        ("127.0.0.1", kafka_broker.port),
+        ("127.0.0.1", kafka_broker.controller_port),
+    }
 
 
 def test_messages_round_trip_through_the_broker(kafka_broker: KafkaBroker) -> None:

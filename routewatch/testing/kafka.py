@@ -113,6 +113,11 @@ class KafkaBroker:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int:
+        assert self._proc is not None, "Kafka is not running"
+        return self._proc.pid
+
+    @property
     def _config(self) -> Path:
         return self.workdir / "server.properties"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import signal
 import socket
@@ -88,3 +89,36 @@ def api_answers(url: str, proc: subprocess.Popen[bytes], log: Path) -> bool:
         return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """The TCP addresses the process ``pid`` listens on, as ``(address, port)``, read from
+    ``/proc`` (its sockets' inodes, then the kernel's TCP tables): what ``ss -ltnp`` shows for
+    it. An IPv4-mapped IPv6 address is given as its IPv4 address."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    found = set()
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/net/{table}") as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state != "0A" or inode not in inodes:  # 0A: LISTEN
+                    continue
+                hex_addr, hex_port = local.split(":")
+                found.add((_proc_address(hex_addr, width), int(hex_port, 16)))
+    return found
+
+
+def _proc_address(hex_addr: str, width: int) -> str:
+    """An address as /proc/net/tcp{,6} writes it: 32-bit words in the host's (little-endian)
+    byte order."""
+    raw = b"".join(bytes.fromhex(hex_addr[i : i + 8])[::-1] for i in range(0, width, 8))
+    if len(raw) == 16 and raw[:12] == b"\0" * 10 + b"\xff\xff":
+        raw = raw[12:]
+    return str(ipaddress.ip_address(raw))

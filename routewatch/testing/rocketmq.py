@@ -1,30 +1,36 @@
 """Real Apache RocketMQ clusters (NameServers and brokers) on free 127.0.0.1 ports, for tests.
 
-The distribution is the RocketMQ 4.9.x that ``.ci/install --test`` resolves from Maven Central
-into ``.cache/parts/`` (``routewatch.testing.parts``), or the folder named by
-``ROUTEWATCH_TEST_ROCKETMQ_HOME``: RocketMQ's binary layout, ``lib/`` with the jars and ``conf/``
-with the logback files. Without either, the tests that need it are skipped with one sentence
-saying what to do (``tests.support.rocketmq``; in CI they fail).
+The distributions are the RocketMQ 4.9.x and 5.x that ``.ci/install --test`` resolves from Maven
+Central into ``.cache/parts/`` (``routewatch.testing.parts``); ``ROUTEWATCH_TEST_ROCKETMQ_HOME``
+names another folder that replaces the one of its release line: RocketMQ's binary layout, ``lib/``
+with the jars and ``conf/`` with the logback files. Without one, the tests that need it are
+skipped with one sentence saying what to do (``tests.support.rocketmq``; in CI they fail).
+
+RocketMQ 5.x runs the same way (``running_cluster(spec, workdir, major=5)``): the NameServer and
+the broker, which remoting clients (the collector, ``DefaultMQProducer``) talk to directly.
 
 A cluster is started from a description (:class:`ClusterSpec`): 1-3 NameServers and 1-4 brokers,
 each broker with its own properties. Every process is a plain ``java`` child of the test, with
 ``ROCKETMQ_HOME`` set, a directory of its own under the test's (its ``user.home``, where RocketMQ
-writes logs, its properties, its store), ``-Drocketmq.bindAddress=127.0.0.1`` and a small heap;
-it is ready when its stdout says ``boot success`` and, for a broker, when every NameServer it
-registers with lists it at its address and it gives its run-time figures (which ``mqadmin
-clusterList`` asks for). Processes are stopped by their own PIDs (SIGTERM, then
-SIGKILL). :class:`Broker` has the faults: ``kill()`` (SIGKILL), ``freeze()``/``thaw()``
-(SIGSTOP/SIGCONT: the connection stays open), ``restart()`` on its old store, optionally with
-changed properties. ``mqadmin`` runs through :meth:`RocketMQCluster.mqadmin` and its helpers;
-routes and the cluster list are read from each NameServer directly, over RocketMQ's protocol
-(:mod:`routewatch.remoting`), and the real client is driven by :mod:`tests.support.route_driver`.
+writes logs, its properties, its store), a small heap, and the loopback-bind library preloaded
+(:mod:`routewatch.testing.loopback`), so that it listens on 127.0.0.1 only; it is ready when its
+stdout says ``boot success`` and, for a broker, when every NameServer it registers with lists it at
+its address and it gives its run-time figures (which ``mqadmin clusterList`` asks for). Processes
+are stopped by their own PIDs (SIGTERM, then SIGKILL). :class:`Broker` has the faults: ``kill()``
+(SIGKILL), ``freeze()``/``thaw()`` (SIGSTOP/SIGCONT: the connection stays open), ``restart()`` on
+its old store, optionally with changed properties. ``mqadmin`` runs through
+:meth:`RocketMQCluster.mqadmin` and its helpers; routes and the cluster list are read from each
+NameServer directly, over RocketMQ's protocol (:mod:`routewatch.remoting`), and the real client is
+driven by :mod:`tests.support.route_driver`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
+import re
 import shutil
 import signal
 import socket
@@ -37,7 +43,8 @@ from typing import Any
 from routewatch import remoting
 from routewatch.remoting import ClusterInfo, TopicRoute
 from routewatch.testing import parts
-from routewatch.testing.processes import free_port, stop, wait_for
+from routewatch.testing.loopback import loopback_bind_library
+from routewatch.testing.processes import free_port, listening_addresses, stop, wait_for
 
 HOME_VARIABLE = "ROUTEWATCH_TEST_ROCKETMQ_HOME"
 NEEDED_JARS = ("rocketmq-namesrv", "rocketmq-broker", "rocketmq-client", "rocketmq-tools")
@@ -68,28 +75,42 @@ def _is_distribution(home: Path) -> bool:
     return all(any(j.startswith(f"{name}-") for j in jars) for name in NEEDED_JARS)
 
 
-def rocketmq_home() -> Path:
-    """The RocketMQ distribution: ``ROUTEWATCH_TEST_ROCKETMQ_HOME`` when set, else the RocketMQ
-    4.9.x the install step resolved from Maven Central into ``.cache/parts/``; raises
+@functools.cache
+def release(home: Path) -> tuple[int, ...]:
+    """The RocketMQ release of a distribution, from its broker jar's name (``(4, 9, 7)``)."""
+    for jar in (home / "lib").glob("rocketmq-broker-*.jar"):
+        match = re.fullmatch(r"rocketmq-broker-(\d+)\.(\d+)\.(\d+).*\.jar", jar.name)
+        if match:
+            return tuple(int(g) for g in match.groups())
+    raise RocketMQNotFoundError(
+        f"{home} has no lib/rocketmq-broker-<version>.jar naming its release."
+    )
+
+
+def rocketmq_home(major: int = 4) -> Path:
+    """A RocketMQ distribution of the ``major`` release line (4: 4.9.x, 5: 5.x): the folder named
+    by ``ROUTEWATCH_TEST_ROCKETMQ_HOME`` when it holds a release of that line, else the one the
+    install step resolved from Maven Central into ``.cache/parts/``; raises
     :class:`RocketMQNotFoundError` with one sentence."""
     if shutil.which("java") is None:
         raise RocketMQNotFoundError(
             "RocketMQ tests need `java` (17) on the PATH: install a JDK 17."
         )
     value = os.environ.get(HOME_VARIABLE, "")
-    if not value:
-        try:
-            return parts.home("rocketmq4")
-        except parts.PartMissingError as exc:
-            raise RocketMQNotFoundError(str(exc)) from None
-    home = Path(value).resolve()
-    if not _is_distribution(home):
-        raise RocketMQNotFoundError(
-            f"{HOME_VARIABLE}={value} is not a RocketMQ distribution (no lib/ with the namesrv, "
-            "broker, client and tools jars): set it to a RocketMQ 4.9.x folder, or unset it to "
-            "use the one the install step fetches."
-        )
-    return home
+    if value:
+        home = Path(value).resolve()
+        if not _is_distribution(home):
+            raise RocketMQNotFoundError(
+                f"{HOME_VARIABLE}={value} is not a RocketMQ distribution (no lib/ with the "
+                "namesrv, broker, client and tools jars): set it to a RocketMQ 4.9.x or 5.x "
+                "folder, or unset it to use the ones the install step fetches."
+            )
+        if release(home)[0] == major:
+            return home
+    try:
+        return parts.home(f"rocketmq{major}")
+    except parts.PartMissingError as exc:
+        raise RocketMQNotFoundError(str(exc)) from None
 
 
 def _can_bind(port: int) -> bool:
@@ -120,24 +141,43 @@ def free_broker_port(taken: set[int] | None = None) -> int:
     raise RuntimeError("no free port with its neighbours P-2 and P+1 free was found")
 
 
-def java_env(home: Path) -> dict[str, str]:
-    """The environment of a RocketMQ process: ``ROCKETMQ_HOME``, and no inherited NameServer."""
+def java_env(home: Path, *, server: bool = False) -> dict[str, str]:
+    """The environment of a RocketMQ process: ``ROCKETMQ_HOME``, and no inherited NameServer;
+    for a ``server`` (a NameServer or broker), the loopback-bind library preloaded
+    (:mod:`routewatch.testing.loopback`): the released 4.9.x binds every listener to every
+    interface, and 5.x its broker's HA port, with no setting to change it."""
     env = dict(os.environ)
     env["ROCKETMQ_HOME"] = str(home)
     env.pop("NAMESRV_ADDR", None)
+    if server:
+        env["LD_PRELOAD"] = str(loopback_bind_library())
     return env
 
 
-def java_command(home: Path, user_home: Path, heap: tuple[str, ...], main: str) -> list[str]:
-    """``java`` with RocketMQ's class path and flags, its own ``user.home``, bound to loopback."""
+def java_command(
+    home: Path, user_home: Path, heap: tuple[str, ...], main: str, process: str = "tools"
+) -> list[str]:
+    """``java`` with RocketMQ's class path and flags and its own ``user.home``.
+
+    4.9.x reads ``$ROCKETMQ_HOME/conf/logback_<process>.xml``; 5.x reads the logback file
+    named by ``-Drmq.logback.configurationFile`` (else every process takes the proxy's from its
+    jar), and its temporary files (RocksDB's native library) go to the process's own directory.
+    Listening on loopback only is :func:`java_env`'s part."""
     java = shutil.which("java") or "java"
+    flags = []
+    if release(home)[0] >= 5:
+        (user_home / "tmp").mkdir(parents=True, exist_ok=True)
+        flags = [
+            f"-Drmq.logback.configurationFile={home / 'conf' / f'logback_{process}.xml'}",
+            f"-Djava.io.tmpdir={user_home / 'tmp'}",
+        ]
     return [
         java,
         *heap,
         *JAVA17_OPTS,
         QUICK_JIT,
         f"-Duser.home={user_home}",
-        "-Drocketmq.bindAddress=127.0.0.1",
+        *flags,
         "-cp",
         str(home / "lib" / "*"),
         main,
@@ -193,6 +233,7 @@ class _Process:
 
     heap: tuple[str, ...] = ()
     main = ""
+    process = ""  # the logback file's name: logback_<process>.xml
 
     def __init__(self, name: str, home: Path, workdir: Path, port: int) -> None:
         self.name = name
@@ -229,12 +270,16 @@ class _Process:
         self._log_start = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self._proc = subprocess.Popen(
-                [*java_command(self.home, self.dir, self.heap, self.main), "-c", str(config)],
+                [
+                    *java_command(self.home, self.dir, self.heap, self.main, self.process),
+                    "-c",
+                    str(config),
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=self.dir,
-                env=java_env(self.home),
+                env=java_env(self.home, server=True),
                 start_new_session=True,
             )
         self.frozen = False
@@ -288,6 +333,10 @@ class _Process:
         proc.wait(30)
         self.frozen = False
 
+    def listening(self) -> set[tuple[str, int]]:
+        """The TCP addresses the process listens on (as ``ss -ltnp`` shows them)."""
+        return listening_addresses(self.pid)
+
     def state(self) -> str:
         """The process's state letter in ``/proc/<pid>/stat`` (R, S, D, T when stopped...)."""
         stat = Path(f"/proc/{self.pid}/stat").read_text()
@@ -312,10 +361,12 @@ class NameServer(_Process):
 
     heap = NAMESRV_HEAP
     main = "org.apache.rocketmq.namesrv.NamesrvStartup"
+    process = "namesrv"
 
     def config(self) -> Path:
         path = self.dir / "namesrv.properties"
-        path.write_text(f"listenPort={self.port}\n")
+        # (bindAddress: 5.x's listener address; the released 4.9.x has no such setting)
+        path.write_text(f"listenPort={self.port}\nbindAddress=127.0.0.1\n")
         return path
 
     def start(self, timeout: float = 60) -> None:
@@ -340,6 +391,7 @@ class Broker(_Process):
 
     heap = BROKER_HEAP
     main = "org.apache.rocketmq.broker.BrokerStartup"
+    process = "broker"
 
     def __init__(
         self,
@@ -374,6 +426,11 @@ class Broker(_Process):
             "brokerIP1": "127.0.0.1",
             "brokerIP2": "127.0.0.1",
             "listenPort": str(self.port),
+            # 5.x: the listeners' address (the released 4.9.x has no such setting), and the HA
+            # port, listenPort + 1 as by default; what either binds to every interface, the
+            # loopback-bind library turns to 127.0.0.1 (java_env)
+            "bindAddress": "127.0.0.1",
+            "haListenPort": str(self.port + 1),
             "autoCreateTopicEnable": str(spec.auto_create_topic).lower(),
             "defaultTopicQueueNums": str(spec.default_topic_queue_nums),
             "storePathRootDir": str(self.store),
@@ -640,10 +697,11 @@ class MQAdminError(RuntimeError):
 
 
 @contextlib.contextmanager
-def running_cluster(spec: ClusterSpec, workdir: Path) -> Iterator[RocketMQCluster]:
-    """A started cluster in ``workdir``, every process stopped afterwards (also on failure)."""
+def running_cluster(spec: ClusterSpec, workdir: Path, major: int = 4) -> Iterator[RocketMQCluster]:
+    """A started cluster of the ``major`` release line (4 or 5) in ``workdir``, every process
+    stopped afterwards (also on failure)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = RocketMQCluster(spec, workdir, rocketmq_home())
+    cluster = RocketMQCluster(spec, workdir, rocketmq_home(major))
     try:
         cluster.start()
         yield cluster

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from routewatch.java import find_javac
+from routewatch.testing.loopback import LoopbackBindError, loopback_bind_library
 from routewatch.testing.rocketmq import (
     ClusterSpec,
     RocketMQCluster,
@@ -21,26 +22,28 @@ from routewatch.testing.rocketmq import (
 __all__ = ["module_cluster", "require_rocketmq"]
 
 
-def require_rocketmq() -> Path:
-    """The RocketMQ distribution, or skip the test with the sentence saying what to set."""
+def require_rocketmq(major: int = 4) -> Path:
+    """The RocketMQ distribution of the ``major`` release line, or skip the test with the
+    sentence saying what to install."""
     try:
-        home = rocketmq_home()
-    except RocketMQNotFoundError as exc:
+        home = rocketmq_home(major)
+        loopback_bind_library()
+    except (RocketMQNotFoundError, LoopbackBindError) as exc:
         pytest.skip(str(exc))
     if find_javac() is None:
         pytest.skip("RocketMQ tests need a JDK's javac (17) for the client driver: install one.")
     return home
 
 
-def module_cluster(spec: ClusterSpec) -> Any:
-    """A module-scoped ``cluster`` fixture: ``spec`` started once for the module's tests (which
-    share it in file order), or the tests skipped when no distribution is set. In a test module:
-    ``cluster = module_cluster(SPEC)``."""
+def module_cluster(spec: ClusterSpec, major: int = 4) -> Any:
+    """A module-scoped ``cluster`` fixture: ``spec`` started once, on RocketMQ ``major`` (4 or
+    5), for the module's tests (which share it in file order), or the tests skipped when no
+    distribution is installed. In a test module: ``cluster = module_cluster(SPEC)``."""
 
     @pytest.fixture(scope="module")
     def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluster]:
-        require_rocketmq()
-        with running_cluster(spec, tmp_path_factory.mktemp("rocketmq")) as running:
+        require_rocketmq(major)
+        with running_cluster(spec, tmp_path_factory.mktemp("rocketmq"), major) as running:
             yield running
 
     return cluster

@@ -11,6 +11,7 @@ here is fetched at test time, and nothing fetched is committed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -70,7 +71,7 @@ _LOGBACK_4 = """<?xml version="1.0" encoding="UTF-8"?>
   <appender name="FILE" class="ch.qos.logback.core.FileAppender">
     <file>${{user.home}}/logs/rocketmqlogs/{file}</file>
     <append>true</append>
-    <encoder><pattern>%d{{yyyy-MM-dd HH:mm:ss,SSS}} %-5p [%t] %c - %m%n</pattern></encoder>
+    <encoder><pattern>%d{{yyyy-MM-dd HH:mm:ss.SSS}} %-5p [%t] %c - %m%n</pattern></encoder>
   </appender>
   <logger name="RocketmqStats" level="WARN"/>
   <logger name="RocketmqWaterMark" level="WARN"/>
@@ -123,6 +124,18 @@ class Part:
     def folder(self) -> Path:
         return CACHE / f"{self.name}-{self.version}"
 
+    @property
+    def stamp(self) -> str:
+        """What a finished folder's ``.complete`` holds: the part, its version and a digest of
+        what this module lays out around the jars, so that a changed layout is redone."""
+        layout = f"{_LOGBACK_4}{_LOGBACK_5}{sorted(_LOG_FILES.items())}{self.include}"
+        digest = hashlib.sha256(layout.encode()).hexdigest()[:12]
+        return f"{self.name} {self.version} {digest}\n"
+
+    def installed(self) -> bool:
+        marker = self.folder / DONE
+        return marker.is_file() and marker.read_text() == self.stamp
+
 
 PARTS: Mapping[str, Part] = {
     p.name: p
@@ -151,7 +164,7 @@ def home(name: str) -> Path:
     """The installed folder of the part ``name`` (its ``lib/`` holds the jars); raises
     :class:`PartMissingError` with one sentence saying how to install it."""
     part = PARTS[name]
-    if not (part.folder / DONE).is_file():
+    if not part.installed():
         raise PartMissingError(
             f"{name} {part.version} is not in {CACHE}: {_INSTALL_HINT}, "
             "or run `python -m routewatch.testing.parts`."
@@ -179,7 +192,7 @@ def install(name: str, *, log: Callable[[str], None] = print) -> Path:
     """Resolve the part ``name`` with Maven into its folder under ``.cache/parts/`` (nothing is
     done when it is there already); the folder."""
     part = PARTS[name]
-    if (part.folder / DONE).is_file():
+    if part.installed():
         return part.folder
     log(f"resolving {name} {part.version} from Maven Central into {part.folder}")
     staging = part.folder.with_name(f".{part.folder.name}.{uuid.uuid4().hex}")
@@ -217,7 +230,7 @@ def install(name: str, *, log: Callable[[str], None] = print) -> Path:
             )
         if part.lay_out is not None:
             part.lay_out(staging)
-        (staging / DONE).write_text(f"{name} {part.version}\n")
+        (staging / DONE).write_text(part.stamp)
         shutil.rmtree(part.folder, ignore_errors=True)
         staging.rename(part.folder)
     finally:
