@@ -23,7 +23,7 @@ import sys
 from benchmarks.results import HEADLINE_KEYS, LATEST, print_table
 from routewatch.cli import plain_text
 
-BENCHMARKS = ("replay_rates", "fleet_realtime", "detection_latency", "api_load")
+BENCHMARKS = ("replay_rates", "fleet_realtime", "kafka_read", "detection_latency", "api_load")
 
 TARGETS = {
     "detection_latency_p95_s": "<= lateness bound + 2 s",

@@ -37,11 +37,21 @@ from streaming.engine.state import (
     key_json,
 )
 
-__all__ = ["LIVENESS_KINDS", "ClusterEngine"]
+__all__ = ["AFTER_EVENTS", "BEFORE_EVENTS", "LIVENESS_KINDS", "ClusterEngine"]
 
 # thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
-# cluster (120 s after its last registration); first among the thresholds of one instant
+# cluster (120 s after its last registration)
 LIVENESS_KINDS = frozenset({"expire", "linger"})
+
+# A threshold's phase: where it falls among the events stamped with its instant. Time passing
+# comes before them (BEFORE_EVENTS), but liveness ends after them (a broker is live through its
+# expiry instant): AFTER_EVENTS. A threshold scheduled while an AFTER_EVENTS one is crossed
+# inherits that phase: the change it waits on began after the events of its instant, so its
+# wait ends after the events of its own (a NAMESRV_DIVERGENCE begun by an expiry at E lasts
+# until after the events of E + 60 s). Among the thresholds of one instant, AFTER_EVENTS ones
+# go first when no event is stamped with it (liveness first). The phase is the second field of
+# each pending threshold, so it orders the heap.
+AFTER_EVENTS, BEFORE_EVENTS = 0, 1
 
 
 def _template_state(topics: dict[str, Config]) -> str:
@@ -71,6 +81,8 @@ class ClusterEngine:
         self.book.open = {a.key: a for a in map(Alert.from_dict, self.meta.open_alerts)}
         self.out = Outputs()
         self.rules = Rules(self)
+        # the phase of the threshold being crossed, inherited by those it schedules
+        self._crossing: int | None = None
 
     # -- time -----------------------------------------------------------------------------------
 
@@ -79,10 +91,12 @@ class ClusterEngine:
         return self.meta.stream_time or 0
 
     def schedule(self, at: int, kind: str, key: str) -> None:
-        """A threshold at instant ``at``; liveness ones go first among those of one instant."""
+        """A threshold at instant ``at``: of liveness, or scheduled while one of its phase is
+        crossed, after the events of its instant; any other before them."""
         self.meta.deadline_seq += 1
-        order = 0 if kind in LIVENESS_KINDS else 1
-        heapq.heappush(self.meta.deadlines, (at, order, self.meta.deadline_seq, kind, key))
+        after = kind in LIVENESS_KINDS or self._crossing == AFTER_EVENTS
+        phase = AFTER_EVENTS if after else BEFORE_EVENTS
+        heapq.heappush(self.meta.deadlines, (at, phase, self.meta.deadline_seq, kind, key))
 
     def next_deadline(self) -> int | None:
         """The instant of the earliest pending threshold, if any."""
@@ -90,18 +104,22 @@ class ClusterEngine:
 
     def advance(self, ts: int, *, through: bool = False) -> None:
         """Let time pass to ``ts``: cross every threshold at or before it, in order, each at its
-        own instant — but liveness ends *after* any event stamped with its instant, so one at
-        ``ts`` waits unless ``through`` (no event at ``ts`` is still to come)."""
+        own instant — but one of the AFTER_EVENTS phase at ``ts`` waits for the events stamped
+        with ``ts``, unless ``through`` (no event at ``ts`` is still to come)."""
         deadlines = self.meta.deadlines
         waiting: list[tuple[int, int, int, str, str]] = []
         while deadlines and deadlines[0][0] <= ts:
             item = heapq.heappop(deadlines)
-            at, order, _, kind, key = item
-            if at == ts and order == 0 and not through:
+            at, phase, _, kind, key = item
+            if at == ts and phase == AFTER_EVENTS and not through:
                 waiting.append(item)
                 continue
             self.meta.stream_time = max(self.now, at)
-            self.rules.fire(kind, key, at)
+            self._crossing = phase
+            try:
+                self.rules.fire(kind, key, at)
+            finally:
+                self._crossing = None
         for item in waiting:
             heapq.heappush(deadlines, item)
         if self.meta.stream_time is None or ts > self.meta.stream_time:

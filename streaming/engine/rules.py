@@ -430,34 +430,38 @@ class Rules:
             f"-t {topic} -r {queues} -w {queues}; and set autoCreateTopicEnable=false on the "
             "brokers in production.",
         )
+        # (AT_RISK's condition keeps its start: if it still holds when PARTIAL_COVERAGE
+        # resolves, AT_RISK opens then, its 5 s counted from that start)
         self.e.book.resolve(
             self._topic_key("AT_RISK", topic), at, {"resolution": "partial coverage opened"}
         )
-        if state.at_risk_since is not None:
-            state.at_risk_since = None
-            self.e.topics.mark(topic)
 
     def _judge_at_risk(self, topic: str, state: TopicState, holding: set[str], at: int) -> None:
-        """Opens after 5 s of a producer's template route over ``m`` brokers of which
-        ``1 <= k < m`` hold the topic; once open it stays while the routes have not converged,
-        also when ``k`` falls to 0, until they do, PARTIAL_COVERAGE opens, or no producer holds
-        a template route."""
+        """Opens once its condition — a producer's template route over ``m`` brokers of which
+        ``1 <= k < m`` hold the topic — has held for 5 s without a break while no
+        PARTIAL_COVERAGE is open; once open it stays while the routes have not converged, also
+        when ``k`` falls to 0, until they do, PARTIAL_COVERAGE opens, or no producer holds a
+        template route. The condition's start (``at_risk_since``) is the condition's, not the
+        alert's: it is kept while a PARTIAL_COVERAGE suppresses the alert, so that when that
+        resolves with the condition held all along, AT_RISK opens at once."""
         key = self._topic_key("AT_RISK", topic)
         short = {c: h for c, h in state.holders.items() if not set(h.brokers) <= holding}
         risky = {c: h for c, h in short.items() if set(h.brokers) & holding}
         pc_open = self.e.book.get(self._topic_key("PARTIAL_COVERAGE", topic)) is not None
-        is_open = self.e.book.get(key) is not None
-        if pc_open or not short or not (risky or is_open):
+        is_open = self.e.book.get(key) is not None and not pc_open
+        holds = bool(short) and bool(risky or is_open)
+        if not holds or pc_open:
+            self.e.book.resolve(key, at)
+        if not holds:
             if state.at_risk_since is not None:
                 state.at_risk_since = None
                 self.e.topics.mark(topic)
-            self.e.book.resolve(key, at)
             return
         if state.at_risk_since is None:
             state.at_risk_since = at
             self.e.topics.mark(topic)
             self.e.schedule(at + AT_RISK_MS, "at_risk", topic)
-        if not is_open and at < state.at_risk_since + AT_RISK_MS:
+        if pc_open or (not is_open and at < state.at_risk_since + AT_RISK_MS):
             return
         producers = [
             {

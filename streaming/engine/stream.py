@@ -1,14 +1,20 @@
 """The whole stream: one intake and one clock over the engines of every cluster.
 
-Stream time is the largest ``ts`` applied over the whole stream, not per cluster: a cluster that
-falls silent (every broker down, or its events cut off) still sees time pass through the other
-clusters' events, so its brokers expire and its quiet periods end on time. If the whole stream
-stops, no time passes and nothing is invented.
+Stream time is the whole stream's, not per cluster: a cluster that falls silent (every broker
+down, or its events cut off) still sees time pass through the other clusters' events, so its
+brokers expire and its quiet periods end on time. If the whole stream stops, no time passes and
+nothing is invented.
 
-After each batch of arrivals, every cluster with a threshold at or before the stream time is
-advanced *through* it: every event stamped with the stream time or earlier has been applied by
-then (a later one would be late), so liveness ending at that instant may end too. The alerts
-are therefore the same whatever the batch boundaries.
+Stream time runs to the *release frontier*: once the largest ``ts`` received is ``R + L`` (``L``
+the lateness bound), no event older than ``R`` can still be accepted — it would be late — so
+every instant before ``R`` is closed, whether or not an event was applied at it. After each
+batch, stream time is the later of the largest ``ts`` applied and the last closed instant,
+``R - 1`` ms, and every cluster with a threshold at or before it is advanced *through* it:
+every event stamped with the stream time or earlier has been applied by then, so liveness
+ending at that instant may end too. A broker's expiry or a quiet period's end is therefore
+crossed as soon as the input has moved ``L`` past it, not when the next event is released
+(events 30 s apart held it up to 30 s); and the alerts keep exactly their instants, whatever
+the batch boundaries.
 """
 
 from __future__ import annotations
@@ -90,6 +96,11 @@ class StreamEngine:
                 self.clock.stream_time = held.ts
 
     def _tick(self) -> None:
+        newest = self.intake.max_received
+        if newest is not None:
+            closed = newest - self.intake.lateness_ms - 1  # the last instant no event can reach
+            if self.clock.stream_time is None or closed > self.clock.stream_time:
+                self.clock.stream_time = closed
         now = self.clock.stream_time
         if now is None:
             return

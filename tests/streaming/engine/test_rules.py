@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 
-from routewatch.alerts import AlertKind, NoRouteCause, Severity, alert_id
+from routewatch.alerts import Alert, AlertKind, NoRouteCause, Severity, alert_id
+from routewatch.changes import decode
 from streaming.engine import run_stream
+from streaming.engine.entries import MemoryEntries
+from streaming.engine.intake import dedupe_id
 from streaming.engine.runner import StreamRun
+from streaming.engine.step import Step
 from tests.streaming.engine.events import NS1, NS2, T0, Trace, ms
 
 
@@ -216,6 +220,132 @@ def test_liveness_goes_first_when_thresholds_coincide() -> None:
     # when it expires on NS1 too: the divergence ends at the instant it would open
 
     assert alerts(run(t)) == [("BROKER_EXPIRED", "C", "b/0", 180.0, None)]
+
+
+# -- thresholds scheduled while a liveness ends: they end after their instant's events too -------
+#
+# A broker's expiry at E is crossed after the events stamped with E; every threshold scheduled
+# while it is crossed inherits that phase (streaming/engine/cluster.py, AFTER_EVENTS), so the
+# wait it starts ends after the events of its own instant: NAMESRV_DIVERGENCE's 60 s, AT_RISK's
+# 5 s and the 7 days after which an idle auto-created topic is forgotten.
+
+
+def test_a_divergence_begun_by_an_expiry_waits_for_the_events_of_its_60th_second(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 240, 30, "a", ns=NS1)
+    t.every(0, 240, 30, "a", ns=NS2)
+    t.every(0, 240, 30, "b", ns=NS1)
+    t.hb(0, "b", ns=NS2)  # b's last registration on NS2 for a while: off NS2 after 120 s
+    t.every(180, 240, 30, "b", ns=NS2)  # back on NS2 exactly 60 s later, with its round
+
+    assert alerts(run(t, batch_size=batch_size)) == []
+
+
+def test_an_at_risk_condition_begun_by_an_expiry_waits_for_the_events_of_its_5th_second(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a")
+    t.every(30, 150, 30, "a", topics={"T": 4})
+    t.hb(0, "b")
+    t.pull(0.5, "T", ["a", "b"], via_default=True)
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    t.send(1, "T", broker="b", auto_created=True)
+    t.hb(1, "b", {"T": 4}, full=False)  # b's last registration: b expires at 121 s, and T is on
+    # one of the producer's two template brokers from then on
+    t.pull(126, "T", ["a"])  # the producer's refresh, exactly 5 s later, ends its template route
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_, "AT_RISK") == []
+    assert alerts(run_, "BROKER_EXPIRED") == [("BROKER_EXPIRED", "C", "b/0", 121.0, None)]
+
+
+def test_an_idle_time_begun_by_an_expiry_waits_for_the_events_of_its_7th_day(
+    batch_size: int | None,
+) -> None:
+    t = _auto_created_on_both()  # idle from the brokers' expiry at 180 s
+    at = 180 + 7 * DAY  # back exactly 7 days later: T is still known as auto-created
+    _made_by_hand_on_a_only(t, at)
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_, "PARTIAL_COVERAGE") == [("PARTIAL_COVERAGE", "C", "T", at, None)]
+
+
+# -- AT_RISK's 5 s are of its condition, not of the alert ------------------------------------------
+
+
+def test_at_risk_opens_when_partial_coverage_resolves_under_a_condition_held_all_along(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a")
+    t.every(30, 180, 30, "a", topics={"T": 4})
+    t.every(30, 180, 30, "b", topics={"T": 4})  # b holds T from 30 s
+    t.hb(0, "b")
+    t.hb(0, "c")  # c registers once: it expires at 120 s
+    t.pull(0.5, "T", ["a", "b", "c"], via_default=True)
+    t.send(1, "T", broker="a", auto_created=True)
+    t.hb(1, "a", {"T": 4}, full=False)
+    # The producer's template route covers a, b and c, of which one or two hold T from 1 s on:
+    # AT_RISK from 6 s until PARTIAL_COVERAGE settles at 60.5 s (2 of 3 masters); when c expires
+    # at 120 s, T is on every master left, PARTIAL_COVERAGE resolves, and AT_RISK, whose
+    # condition has held since 1 s, opens at once.
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert alerts(run_, "AT_RISK") + alerts(run_, "PARTIAL_COVERAGE") == [
+        ("AT_RISK", "C", "T", 6.0, 60.5),
+        ("AT_RISK", "C", "T", 120.0, None),
+        ("PARTIAL_COVERAGE", "C", "T", 60.5, 120.0),
+    ]
+    (reopened,) = [a for a in run_.final_alerts() if a.kind == "AT_RISK" and a.state == "open"]
+    assert reopened.evidence["condition_since"] == ms(1)
+
+
+# -- time runs to the release frontier -------------------------------------------------------------
+
+
+def _stored_by(trace: Trace, kind: str, lateness_ms: int) -> float | None:
+    """One event per batch: the ``ts`` (s) of the event whose batch first stored an alert of
+    ``kind``, or None."""
+    step = Step(lateness_ms, 300_000)
+    entries = MemoryEntries()
+    for event_id, ts, seq, raw in trace.arrivals():
+        rows = step(entries, [(dedupe_id("C", event_id), ts, seq, raw)])
+        if any(isinstance(c, Alert) and c.kind == kind for c in map(decode, rows)):
+            return _s(ts)
+    return None
+
+
+def test_an_expiry_is_stored_once_the_input_is_the_bound_past_it() -> None:
+    """Events 30 s apart, bound 2 s: b's expiry at 125 s is crossed in the batch of the event at
+    150 s, which closes every instant before 148 s — not when the event at 150 s is released, by
+    the event at 180 s; its instant is the same either way."""
+    t = Trace()
+    t.hb(5, "b")
+    t.every(0, 300, 30, "a")
+
+    assert _stored_by(t, "BROKER_EXPIRED", lateness_ms=2000) == 150.0
+    assert alerts(run(t, batch_size=1, lateness_ms=2000)) == [
+        ("BROKER_EXPIRED", "C", "b/0", 125.0, None)
+    ]
+
+
+def test_a_threshold_at_the_frontier_waits_for_the_events_that_can_still_come() -> None:
+    """Bound 2 s: the event at 122 s closes the instants before 120 s only; b's expiry at
+    120 s waits, as an event stamped 120 s could still be accepted and would keep b live."""
+    t = Trace()
+    t.hb(0, "b")
+    t.hb(0, "a")
+    t.hb(122, "a")
+    t.hb(150, "a")
+
+    assert _stored_by(t, "BROKER_EXPIRED", lateness_ms=2000) == 150.0
 
 
 # -- queue skew per broker ------------------------------------------------------------------------
