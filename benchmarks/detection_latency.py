@@ -3,6 +3,7 @@
 
     .venv/bin/python -m benchmarks.detection_latency [--sources spool,kafka] [--bounds 0,2]
         [--rounds 2] [--send-rate 2000] [--tick-ms 100] [--poll-ms 75] [--no-record]
+        [--case dense|sparse]
 
 Smoke run (one cell, about 3 minutes): ``--sources spool --bounds 0 --rounds 1 --no-record``.
 The default run (four cells: spool and Kafka, lateness bound 0 and the default, 2 s) takes
@@ -47,6 +48,13 @@ cluster's own events (``docs/streaming.md``), and a scenario alone sends an even
 so without it the hold behind the lateness bound, and the wait for an event past a threshold,
 would measure the scenario's gaps, not the pipeline (``--tick-ms 0`` turns it off).
 
+**The sparse case** (``--case sparse``, recorded in the section ``detection_latency_sparse``):
+no fleet and no ticks, only ``no-live-broker`` on one cluster for its first ``SPARSE_WINDOW_S``
+seconds (two brokers that register every 30 s and die; a producer that sends every 10 s from
+200 s on), so the stream's events are 30 s apart around the brokers' expiries: a threshold's
+alert waits for whatever the input next brings, which is how a deployment fed by the collector
+alone (a round every 30 s) sees time pass. Each cell takes about 4 minutes.
+
 **The decisive event** of an alert opened at event time ``I`` is found by running the job's own
 engine (``streaming.engine``: ``Intake``, ``ClusterEngine``) in this process over the cluster's
 events in the order they are written, one arrival at a time: it is the first event after whose
@@ -57,7 +65,9 @@ cluster's first event with ``ts > I``, since deadlines fire strictly after their
 only the cluster's own events move its clock. With the cell's lateness bound ``L`` the same
 engine also gives the *releasing* event: the first arrival after which the intake has released
 the decisive event (the first event of the cluster more than ``L`` newer, at ``L = 0`` the first
-one newer). The oracle's alerts are matched to the API's by id (a digest of kind, cluster,
+one newer — or, since stream time runs to the release frontier, the first arrival that closes
+the threshold's instant: computed with the job's ``StreamEngine``, its clock included). The
+oracle's alerts are matched to the API's by id (a digest of kind, cluster,
 topic, broker, broker id and ``opened_at``), so an alert counts only if the job opened exactly
 the alert the engine predicts.
 
@@ -125,6 +135,7 @@ from routewatch.testing.processes import (
 )
 from streaming.engine import ClusterEngine, Intake
 from streaming.engine.runner import DEFAULT_DEDUPE_HORIZON_MS
+from streaming.engine.stream import StreamEngine
 from streaming.settings import StreamingSettings
 
 SECTION = "detection_latency"
@@ -152,6 +163,9 @@ ROUND_GAP_S = 20.0
 STAGGER_S = 1.37
 TAIL_S = 1.5  # ticks go on this long after a scenario's cut + the lateness bound
 TICK_PHASE_MS = 37  # ticks fall between the scenarios' own instants (whole seconds, +10 ms)
+
+SPARSE_SCENARIO = "no-live-broker"
+SPARSE_WINDOW_S = 215.0  # past both expiries (about 130 s) and the first sends without a route
 
 MIN_WARMUP_S = 35.0
 MAX_WARMUP_S = 90.0
@@ -294,19 +308,26 @@ def cluster_items(plan: Plan, tick_ms: int, bound_ms: int) -> list[ScenarioItem]
 def first_seen(
     cluster: str, items: list[ScenarioItem], lateness_ms: int | None
 ) -> dict[AlertIdentity, int]:
-    """Each alert the engine opens -> the index of the arrival after which it holds it, with
-    the job's intake at ``lateness_ms``, or with every event applied as it arrives (None)."""
-    intake = Intake(lateness_ms or 0, DEFAULT_DEDUPE_HORIZON_MS)
-    engine = ClusterEngine(cluster)
+    """Each alert the engine opens -> the index of the arrival after which it holds it: with
+    every event applied as it arrives (``lateness_ms`` None), or as the job does it, one
+    arrival per batch through the stream's intake at ``lateness_ms`` and its clock."""
     seen: dict[AlertIdentity, int] = {}
+    if lateness_ms is None:
+        intake = Intake(0, DEFAULT_DEDUPE_HORIZON_MS)
+        engine = ClusterEngine(cluster)
+        for i, item in enumerate(items):
+            e = item.event
+            intake.receive([(e.event_id, e.ts, e.seq, encode(e).decode())])
+            for held in intake.flush():
+                engine.apply(held.value)
+            for a in engine.book.take_changes():
+                seen.setdefault((a.kind, a.topic, a.broker, a.broker_id, a.opened_at), i)
+        return seen
+    stream = StreamEngine(Intake(lateness_ms, DEFAULT_DEDUPE_HORIZON_MS))
     for i, item in enumerate(items):
         e = item.event
-        released = intake.receive([(e.event_id, e.ts, e.seq, encode(e).decode())]).released
-        if lateness_ms is None:
-            released += intake.flush()
-        for held in released:
-            engine.apply(held.value)
-        for a in engine.book.take_changes():
+        stream.receive([(e.event_id, e.ts, e.seq, encode(e).decode())])
+        for a in stream.engine(cluster).book.take_changes():
             seen.setdefault((a.kind, a.topic, a.broker, a.broker_id, a.opened_at), i)
     return seen
 
@@ -351,6 +372,10 @@ def main_plans(rounds: int) -> list[Plan]:
         for r in range(rounds)
         for j, name in enumerate(MAIN_SCENARIOS)
     ]
+
+
+def sparse_plans() -> list[Plan]:
+    return [Plan(f"S-{SPARSE_SCENARIO}", SPARSE_SCENARIO, 1, 0, SPARSE_WINDOW_S)]
 
 
 def main_span_s(rounds: int, bound_s: float) -> float:
@@ -666,6 +691,7 @@ class Setup:
     fleet_start_ms: int
     root: Path
     broker: KafkaBroker | None
+    sparse: bool = False
 
 
 def make_sink(data: Path, kafka: tuple[str, str] | None) -> Sink:
@@ -702,14 +728,20 @@ def start_services(
 
 def run_cell(setup: Setup, source: str, bound_s: float) -> Cell:
     bound_ms = round(bound_s * 1000)
-    early = build_group("early", early_plans(), setup.tick_ms, bound_ms)
-    main = build_group("main", main_plans(setup.rounds), setup.tick_ms, bound_ms)
-    work = setup.root / f"{source}-{bound_ms}ms"
+    if setup.sparse:  # no warm-up: the sparse scenario is the main group, alone
+        early = build_group("early", [], 0, bound_ms)
+        main = build_group("main", sparse_plans(), 0, bound_ms)
+        fleet: Iterator[FleetLine] = iter(())
+    else:
+        early = build_group("early", early_plans(), setup.tick_ms, bound_ms)
+        main = build_group("main", main_plans(setup.rounds), setup.tick_ms, bound_ms)
+        fleet = fleet_lines(setup.fleet, setup.fleet_start_ms)
+    work = setup.root / f"{source}-{bound_ms}ms{'-sparse' if setup.sparse else ''}"
     data = work / "data"
     data.mkdir(parents=True)
     kafka = None
     if setup.broker is not None:
-        kafka = (setup.broker.bootstrap, f"latency-{bound_ms}ms")
+        kafka = (setup.broker.bootstrap, f"latency-{bound_ms}ms{'-sparse' * setup.sparse}")
         setup.broker.create_topic(kafka[1], partitions=1)
     store_url = f"sqlite:///{data / 'routewatch.db'}"
     cell = Cell(source, bound_s, load_average=[os.getloadavg()[0]])
@@ -720,7 +752,7 @@ def run_cell(setup: Setup, source: str, bound_s: float) -> Cell:
         stack.callback(poller.finish)
         writer = Writer(
             make_sink(data, kafka),
-            fleet_lines(setup.fleet, setup.fleet_start_ms),
+            fleet,
             early,
             main,
             lambda: job.poll() is None and caught_up(store_url, bound_ms),
@@ -914,6 +946,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--workdir", type=Path, help="keep logs and stores here (default: a temp dir)"
     )
+    parser.add_argument(
+        "--case",
+        choices=["dense", "sparse"],
+        default="dense",
+        help="dense: the fleet, ticks and the scenario rounds (the default); sparse: one "
+        f"scenario alone, events 30 s apart ({SPARSE_SCENARIO})",
+    )
     args = parser.parse_args()
     args.sources = [s for s in args.sources.split(",") if s]
     args.bounds = [float(b) for b in args.bounds.split(",") if b]
@@ -947,11 +986,17 @@ def settings_figures(args: argparse.Namespace, spec: FleetSpec, events: int) -> 
 
 
 def run_all(args: argparse.Namespace, root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    sparse = args.case == "sparse"
     duration = math.ceil(MAX_WARMUP_S + main_span_s(args.rounds, max(args.bounds)) + 10)
     spec = fleet_spec(args.send_rate, duration)
     fleet = root / "fleet.jsonl"
-    events = write_fleet(spec, fleet)
-    print(f"fleet: {events:,} events, {duration} s of 2 clusters x 10 brokers x 1,000 topics")
+    if sparse:
+        events = 0
+        fleet.touch()
+        print(f"sparse: {SPARSE_SCENARIO} alone, {SPARSE_WINDOW_S:g} s, no fleet, no ticks")
+    else:
+        events = write_fleet(spec, fleet)
+        print(f"fleet: {events:,} events, {duration} s of 2 clusters x 10 brokers x 1,000 topics")
     figures: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(running_broker()) if "kafka" in args.sources else None
@@ -964,6 +1009,7 @@ def run_all(args: argparse.Namespace, root: Path) -> tuple[list[dict[str, Any]],
                 spec.start_ms,
                 root,
                 broker if source == "kafka" else None,
+                sparse,
             )
             for bound in args.bounds:
                 started = time.monotonic()
@@ -977,7 +1023,18 @@ def run_all(args: argparse.Namespace, root: Path) -> tuple[list[dict[str, Any]],
                     + " -> ".join(f"{x:.1f}" for x in f["load_average_1m"]),
                     flush=True,
                 )
-    return figures, settings_figures(args, spec, events)
+    settings = settings_figures(args, spec, events)
+    if sparse:
+        settings.update(
+            case="sparse",
+            scenario=SPARSE_SCENARIO,
+            window_s=SPARSE_WINDOW_S,
+            fleet=None,
+            tick_ms=0,
+            early_scenarios={},
+            main_scenarios=[SPARSE_SCENARIO],
+        )
+    return figures, settings
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -998,10 +1055,12 @@ def main() -> int:
         print("interrupted; every process this benchmark started was stopped", file=sys.stderr)
         return 130
     print_results(figures)
-    top = headline(figures)
+    sparse = args.case == "sparse"
+    top = {} if sparse else headline(figures)
+    section = f"{SECTION}_sparse" if sparse else SECTION
     if not args.no_record:
-        record(SECTION, {"settings": settings, "cells": figures}, **top)
-        print(f"\nrecorded in benchmarks/results/latest.json (section {SECTION})")
+        record(section, {"settings": settings, "cells": figures}, **top)
+        print(f"\nrecorded in benchmarks/results/latest.json (section {section})")
     if top:
         print(
             f"headline: detection_latency_p95_s = {top['detection_latency_p95_s']:.2f} "

@@ -41,6 +41,11 @@ def evaluate_traces(
     """Run the pipeline to completion over each trace separately; the alerts each ends with."""
     for path in paths:
         check_readable(path)
+    # The stateful stage's RocksDB state store reports to Spark's state store coordinator, which
+    # the driver starts with its streaming query manager; a batch query alone never starts it,
+    # and on Spark 4.2 every task then fails to load its state store ("Cannot find endpoint:
+    # StateStoreCoordinator"). Asking for the manager starts it.
+    spark.streams.active  # noqa: B018
     out: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         text = spark.read.format("text").load(str(path.absolute()))
