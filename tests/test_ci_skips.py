@@ -1,0 +1,50 @@
+"""In CI (``CI=true``), a Kafka or RocketMQ test that would be skipped fails the run instead
+(``tests/conftest.py``), so that a missing install step cannot pass as green; elsewhere it is
+skipped with the sentence saying how to install what it needs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+KAFKA_TEST = "tests/test_kafka_broker.py::test_the_broker_listens_on_loopback_only"
+ROCKETMQ_TEST = "tests/test_rocketmq5_harness.py"
+
+
+def _pytest(test: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfs", test],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **env},
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("test", "env"),
+    [
+        (KAFKA_TEST, {"ROUTEWATCH_TEST_KAFKA_HOME": "."}),  # a folder with no Kafka jars
+        (ROCKETMQ_TEST, {"ROUTEWATCH_TEST_ROCKETMQ_HOME": "."}),  # no RocketMQ distribution
+    ],
+)
+def test_a_test_without_its_part_is_skipped_outside_ci_and_fails_in_ci(
+    test: str, env: dict[str, str]
+) -> None:
+    outside = _pytest(test, CI="", **env)
+    inside = _pytest(test, CI="true", **env)
+
+    assert outside.returncode == 0, outside.stdout[-2000:]
+    assert "skipped" in outside.stdout and "failed" not in outside.stdout
+    assert inside.returncode == 1, inside.stdout[-2000:]
+    assert "in CI a skipped" in inside.stdout
+    assert "is not a RocketMQ distribution" in inside.stdout or "holds no Kafka jars" in (
+        inside.stdout
+    )
