@@ -210,6 +210,17 @@ def test_a_broker_is_live_through_its_expiry_instant() -> None:
     assert alerts(run(t)) == []
 
 
+def test_an_expiry_at_the_last_events_instant_is_crossed_at_the_end_of_the_input(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a")
+    t.hb(0, "b")
+    t.hb(120, "a")  # the last event, at b's expiry instant: the input ends, so b expires
+
+    assert alerts(run(t, batch_size=batch_size)) == [("BROKER_EXPIRED", "C", "b/0", 120.0, None)]
+
+
 def test_liveness_goes_first_when_thresholds_coincide() -> None:
     t = Trace()
     t.every(1, 241, 30, "a", ns=NS1)
