@@ -24,7 +24,10 @@ class EmitterSettings(Settings):
         "detection latency).",
     )
     kafka_batch_bytes: int = Field(
-        default=4_194_304, gt=0, description="Kafka producer batch size per partition, bytes."
+        default=1_000_000,
+        gt=0,
+        description="Kafka producer batch size per partition, bytes: at most the broker's "
+        "message.max.bytes (1,048,588 by default), which bounds a whole record batch.",
     )
     kafka_compression: Literal["none", "gzip"] = Field(
         default="none", description="Kafka message compression (none or gzip)."

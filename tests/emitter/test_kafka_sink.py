@@ -1,17 +1,21 @@
-"""The replayer's Kafka sink against the harness's real Apache Kafka 0.9 broker: keys, partitions
-and order as the default partitioner would have them, compression, and failures reported."""
+"""The replayer's Kafka sink against the harness's real Apache Kafka 4.x broker: keys, partitions
+and order as the default partitioner would have them, compression, batches within the broker's
+size limit, and failures reported."""
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from emitter.replay import KafkaSink
+from emitter.replay import KafkaSink, sink_for
+from emitter.settings import EmitterSettings
 from routewatch.errors import RoutewatchError
+from routewatch.settings import load
 from routewatch.testing.kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
@@ -27,6 +31,27 @@ def _sink(broker: KafkaBroker, topic: str, **options: object) -> KafkaSink:
         **options,
     }
     return KafkaSink(broker.bootstrap, topic, None, **settings)  # type: ignore[arg-type]
+
+
+def test_the_default_batch_fits_the_brokers_default_message_size(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """A record batch (message format 2) is bounded whole by the broker's message.max.bytes,
+    1,048,588 bytes by default: 3 MB written at once into one partition with the default
+    settings all land (a 4 MiB batch was refused with MessageSizeTooLargeError)."""
+    topic = f"sink-{uuid.uuid4().hex[:8]}"
+    settings = load(EmitterSettings, data_dir=tmp_path)
+    sink = sink_for(
+        "kafka",
+        settings.model_copy(
+            update={"kafka_bootstrap": kafka_broker.bootstrap, "kafka_topic": topic}
+        ),
+    )
+    value = b'{"pad": "' + b"x" * 2_990 + b'"}'
+    for _ in range(1_000):  # about 3 MB, one key: one partition, written without a poll
+        sink.write(value, b"C/T")
+    assert sink.close() == 1_000
+    assert sum(len(v) for v in _read(kafka_broker, topic, 1, 1_000).values()) == 1_000
 
 
 def _read(broker: KafkaBroker, topic: str, partitions: int, count: int) -> dict[int, list[bytes]]:
