@@ -196,7 +196,7 @@ def _drained_rate(query: StreamingQuery, first_batch: int) -> Rate:
     return steady_rate(progress, first_batch)
 
 
-def _noop_rate(frame: DataFrame, checkpoint: Path, first_batch: int) -> Rate:
+def noop_rate(frame: DataFrame, checkpoint: Path, first_batch: int) -> Rate:
     query = frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start()
     return _drained_rate(query, first_batch)
 
@@ -206,7 +206,7 @@ def bare_rate(
 ) -> Rate:
     """Phase 1: text source + parse and validate, into the no-op sink, ``batch_s`` seconds of
     traffic per batch."""
-    return _noop_rate(_events(spark, spool, batch_s), checkpoint, first_batch)
+    return noop_rate(_events(spark, spool, batch_s), checkpoint, first_batch)
 
 
 class CountingProcessor(StatefulProcessor):
@@ -240,7 +240,7 @@ def floor_rate(
         outputMode="Append",
         timeMode="None",
     )
-    return _noop_rate(counted, checkpoint, first_batch)
+    return noop_rate(counted, checkpoint, first_batch)
 
 
 def full_rate(

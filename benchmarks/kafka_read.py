@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from benchmarks.fleet_realtime import Rate, SecondFiles, _noop_rate, bare_rate
+from benchmarks.fleet_realtime import Rate, SecondFiles, bare_rate, noop_rate
 from benchmarks.results import print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.replay import Pacer, replay, sink_for
@@ -60,7 +60,7 @@ def kafka_rate(
     """Spark's Kafka source + parse and validate, ``cap`` records per batch, into the no-op
     sink; measured from the first batch wholly after the ``warm_events``."""
     first_batch = -(-warm_events // cap)
-    return _noop_rate(_kafka_events(spark, broker, cap), checkpoint, first_batch)
+    return noop_rate(_kafka_events(spark, broker, cap), checkpoint, first_batch)
 
 
 def produce(broker: KafkaBroker, trace: Path, events: int, partitions: int, data: Path) -> None:

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster, release
-from tests.support.rocketmq import module_cluster
+from tests.support.rocketmq import listeners, loopback_listeners, module_cluster
 
 pytestmark = pytest.mark.rocketmq
 
@@ -26,17 +26,7 @@ def test_the_cluster_is_a_5x_release_and_listens_on_loopback_only(
     cluster: RocketMQCluster,
 ) -> None:
     assert release(cluster.home)[0] == 5
-    ns = cluster.namesrvs["ns1"]
-    assert ns.listening() == {("127.0.0.1", ns.port)}
-    for name in BROKERS:
-        broker = cluster.broker(name)
-        # the remoting port, the fast channel (port - 2) and the HA port (port + 1), which 5.x
-        # binds to every interface unless the harness preloads its loopback-bind library
-        assert broker.listening() == {
-            ("127.0.0.1", broker.port),
-            ("127.0.0.1", broker.port - 2),
-            ("127.0.0.1", broker.port + 1),
-        }
+    assert listeners(cluster) == loopback_listeners(cluster)
 
 
 def test_the_namesrv_lists_both_brokers_with_their_template_topic(

@@ -12,7 +12,7 @@ import pytest
 from routewatch import remoting
 from routewatch.testing.processes import pid_alive, wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
-from tests.support.rocketmq import module_cluster
+from tests.support.rocketmq import listeners, loopback_listeners, module_cluster
 from tests.support.route_driver import (
     DriverError,
     ProducerSpec,
@@ -63,15 +63,7 @@ def test_the_cluster_boots_and_the_namesrv_lists_both_brokers(cluster: RocketMQC
 def test_every_process_listens_on_loopback_only(cluster: RocketMQCluster) -> None:
     """The released 4.9.x binds every listener to every interface; the harness's preloaded
     loopback-bind library keeps them on 127.0.0.1 (as ``ss -ltnp`` would show)."""
-    ns = cluster.namesrvs["ns1"]
-    assert ns.listening() == {("127.0.0.1", ns.port)}
-    for name in BROKERS:
-        broker = cluster.broker(name)
-        assert broker.listening() == {
-            ("127.0.0.1", broker.port),
-            ("127.0.0.1", broker.port - 2),  # the fast channel
-            ("127.0.0.1", broker.port + 1),  # HA
-        }
+    assert listeners(cluster) == loopback_listeners(cluster)
 
 
 def test_a_send_to_a_new_topic_names_its_broker_and_the_route_reads_back(

@@ -19,7 +19,7 @@ from routewatch.testing.rocketmq import (
     running_cluster,
 )
 
-__all__ = ["module_cluster", "require_rocketmq"]
+__all__ = ["listeners", "loopback_listeners", "module_cluster", "require_rocketmq"]
 
 
 def require_rocketmq(major: int = 4) -> Path:
@@ -47,3 +47,19 @@ def module_cluster(spec: ClusterSpec, major: int = 4) -> Any:
             yield running
 
     return cluster
+
+
+def listeners(cluster: RocketMQCluster) -> dict[str, set[tuple[str, int]]]:
+    """What each process of the cluster listens on (as ``ss -ltnp`` shows it), by name."""
+    procs = {**cluster.namesrvs, **cluster.brokers}
+    return {name: proc.listening() for name, proc in procs.items()}
+
+
+def loopback_listeners(cluster: RocketMQCluster) -> dict[str, set[tuple[str, int]]]:
+    """What each process should listen on: 127.0.0.1 only — a NameServer its port, a broker its
+    port, its fast channel (port - 2) and its HA port (port + 1), which the released RocketMQ
+    binds to every interface unless the harness preloads its loopback-bind library."""
+    out = {name: {("127.0.0.1", ns.port)} for name, ns in cluster.namesrvs.items()}
+    for name, broker in cluster.brokers.items():
+        out[name] = {("127.0.0.1", broker.port + d) for d in (-2, 0, 1)}
+    return out
