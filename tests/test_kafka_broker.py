@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from routewatch.testing.kafka import KafkaBroker
+from routewatch.testing.kafka import KafkaBroker, random_cluster_id
 from routewatch.testing.processes import listening_addresses
 
 pytestmark = pytest.mark.kafka
@@ -69,3 +71,16 @@ def test_a_topic_with_several_partitions_keeps_order_per_key(kafka_broker: Kafka
         values = [int(v) for _, k, v in got if k == key]
         assert values == sorted(values)
         assert len({p for p, k, _ in got if k == key}) == 1
+
+
+def test_a_cluster_id_beginning_with_a_dash_is_formatted(tmp_path: Path) -> None:
+    # a random id begins with "-" once in 64 (URL-safe Base64); passed as a separate argument,
+    # the storage tool read it as an option and refused to format
+    broker = KafkaBroker(tmp_path / "kafka", cluster_id="-" + random_cluster_id()[1:])
+    broker.start()
+    try:
+        assert (tmp_path / "kafka" / "kafka-logs" / "meta.properties").read_text().count(
+            f"cluster.id={broker.cluster_id}"
+        ) == 1
+    finally:
+        broker.stop()

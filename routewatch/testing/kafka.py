@@ -106,6 +106,7 @@ class KafkaBroker:
     port: int = 0
     controller_port: int = 0
     lib: Path = field(default_factory=kafka_lib)
+    cluster_id: str = field(default_factory=random_cluster_id)
     _proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -169,8 +170,9 @@ class KafkaBroker:
             self._java(
                 "kafka.tools.StorageTool",
                 "format",
-                "--cluster-id",
-                random_cluster_id(),
+                # one argument with "=": a random id may begin with "-" (1 in 64), which the
+                # tool's parser would read as an option
+                f"--cluster-id={self.cluster_id}",
                 "--config",
                 str(self._config),
             ),
@@ -207,7 +209,7 @@ class KafkaBroker:
         wait_for(ready, timeout, what, interval=0.25)
 
     def start(self, timeout: float = 120) -> None:
-        """Format the storage (a new cluster id) and start Kafka, waiting until it answers."""
+        """Format the storage (with ``cluster_id``) and start Kafka, waiting until it answers."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
         self.controller_port = self.controller_port or free_port()

@@ -129,9 +129,24 @@ def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_pa
     api = TestClient(create_app(load(ApiSettings, data_dir=tmp_path, ready_max_batch_age_s=2)))
     try:
         query.processAllAvailable()
+        assert query.lastProgress is not None
+        last_id = query.lastProgress.batchId
         store = open_store(settings.store_url)
         try:
-            last_batch = max(b["written_at"] for b in batches(store, store.jobs()[0]["job"]))
+            # Spark hands a batch's progress to listeners on its own thread, after the batch:
+            # wait until the last one is stored (its figures, and the job's report)
+            def recorded() -> list[dict[str, Any]]:
+                jobs = store.jobs()
+                return batches(store, jobs[0]["job"]) if jobs else []
+
+            wait_for(
+                lambda: any(
+                    b["batch_id"] == last_id and b["input_rows"] is not None for b in recorded()
+                ),
+                60,
+                f"batch {last_id}'s progress stored",
+            )
+            last_batch = max(b["written_at"] for b in recorded())
 
             def reported_since(ms: int) -> bool:
                 return bool(store.jobs()[0]["reported_at"] > last_batch + ms)
