@@ -11,12 +11,12 @@ differ), and checked against RocketMQ 4.9.8 (docs/emitter.md, "Checked against R
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from emitter.namesrv import NameServer
 from emitter.sim import Simulation, Timer
-from routewatch.events import Heartbeat, TopicConfig
+from routewatch.events import Heartbeat, InferredAutoCreation, TopicConfig
 from routewatch.rocketmq import (
     DEFAULT_TOPIC_QUEUE_NUMS,
     PERM_INHERIT,
@@ -77,8 +77,12 @@ class Broker:
         split_size: int | None = None,
         master: Broker | None = None,
         version: tuple[int, int, int] = (4, 9, 8),
+        inferred: Callable[[Broker], Mapping[str, InferredAutoCreation]] | None = None,
     ) -> None:
         self.sim = sim
+        # what the broker side's observer infers of this master's topics as it registers
+        # (emitter/inference.py), written into its heartbeats as the collector writes it
+        self.inferred = inferred
         self.cluster = cluster
         self.name = name
         self.broker_id = broker_id
@@ -166,6 +170,12 @@ class Broker:
                 SLAVE_SYNC_PERIOD_MS, self.sync_from_master, SLAVE_SYNC_FIRST_DELAY_MS
             )
 
+    def update_auto_create(self, on: bool) -> None:
+        """``mqadmin updateBrokerConfig -k autoCreateTopicEnable``: the setting changes in the
+        running broker; its table does not (no TBW102 is made, none removed) and nothing is
+        registered at once. Its next registration carries the new setting."""
+        self.auto_create = on
+
     def _halt(self) -> None:
         self.running = False
         for timer in (self._timer, self._sync_timer):
@@ -250,6 +260,8 @@ class Broker:
         parts: int | None = None,
         shutdown: bool = False,
     ) -> None:
+        found = self.inferred(self) if self.inferred is not None and self.broker_id == 0 else {}
+        inferred = {t: f for t, f in sorted(found.items()) if t in topics} or None
         for ns in self.namesrvs:
             if ns.addr in self.unreachable:
                 continue
@@ -267,6 +279,7 @@ class Broker:
                 part=part,
                 parts=parts,
                 shutdown=True if shutdown else None,
+                inferred_auto_created=inferred,
             )
             self.sim.emit(hb)
             ns.register(hb)

@@ -293,10 +293,16 @@ def queue_skew(w: World) -> None:
     "broker-dies",
     300,
     ExpectedAlert("BROKER_EXPIRED", "open", "critical", broker="broker-b", broker_id=0),
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic="TopicOnlyB"),
 )
 def broker_dies(w: World) -> None:
     """broker-b dies at 60 s (last registration at 40 s) and expires at 160 s; TopicOnlyB,
-    which lived only there, is left with no route at all."""
+    which lived only there, is left with no route at all.
+
+    TopicOnlyB, made on broker-b alone (mqadmin updateTopic -b) at 1 s with the config a
+    template gives, looks auto-created from the broker side (emitter/inference.py):
+    PARTIAL_COVERAGE opens at 61 s, inferred, its remedy saying to silence it if deliberate.
+    """
     _two_brokers(w)
     w.at(1, lambda: w.create_topic(T, 4))
     w.at(1, lambda: w.broker("broker-b").upsert_topic("TopicOnlyB", 4, 4))
@@ -430,6 +436,7 @@ def cluster_falls_silent(w: World) -> None:
     "broker-restarts-with-lost-store",
     200,
     ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic=T),
+    ExpectedAlert("PARTIAL_COVERAGE", "resolved", "critical", topic="OrdersTopic"),
 )
 def restart_with_lost_store(w: World) -> None:
     """broker-b shuts down cleanly at 50 s and comes back at 70 s with its store lost: TopicA,
@@ -440,7 +447,9 @@ def restart_with_lost_store(w: World) -> None:
     operator re-creates on broker-b by hand at 90 s; its first full one there is at 110 s. The
     shutdown emptied broker-b's table on that NameServer: from 90 s it lists OrdersTopic alone,
     not the table from before the shutdown (which held TopicA), so the coverage alert opened at
-    70 s stays open.
+    70 s stays open. OrdersTopic, made at 1 s with the config a template gives, looks
+    auto-created from the broker side: on broker-a alone from 70 s, its PARTIAL_COVERAGE
+    (inferred) opens then and resolves at 90 s.
     """
     _two_brokers(w, namesrvs=2)
     b = w.broker("broker-b")
@@ -474,6 +483,7 @@ def restart_keeping_store(w: World) -> None:
     "master-slave-queue-skew",
     120,
     ExpectedAlert("QUEUE_SKEW", "open", "info", topic=T),
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic=T),
 )
 def master_slave_skew(w: World) -> None:
     """broker-a's slave (id 1) stops reaching its master at 20 s; at 30 s TopicA goes from 4 to
@@ -482,6 +492,8 @@ def master_slave_skew(w: World) -> None:
     TopicA is created on broker-a alone (mqadmin updateTopic -b) at 1 s with 4 queues; the
     slave copies its master's table at 3 s and 13 s (every 10 s) and registers it from 10 s.
     Routes list broker-a once, with the master's counts: the skew is only in the registrations.
+    On broker-a alone with the config a template gives, TopicA looks auto-created from the
+    broker side: PARTIAL_COVERAGE (inferred) opens at 61 s.
     """
     _two_brokers(w)
     slave = w.add_broker("broker-a", broker_id=1)
@@ -515,6 +527,72 @@ def at_risk_left_on_no_broker(w: World) -> None:
     p = w.add_producer()
     w.at(5, lambda: p.send(T))
     w.at(20, lambda: _holder(w, T).shutdown())
+
+
+@_scenario(
+    "broker-side-auto-created",
+    200,
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic="BeforeTopic"),
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic="OneBrokerTopic"),
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic="StuckTopic"),
+)
+def broker_side_auto_created(w: World) -> None:
+    """Only the broker side is observed (routewatch collect, from 20 s): topics left on one
+    broker by a plain producer, found from their configs — the real cluster's twin
+    (tests/emitter/collect/test_collect_auto_created.py).
+
+    A producer's one send to BeforeTopic at 5 s, before the collector starts, leaves it on one
+    broker: found at the collector's start (20 s), settled at once. At 40 s the operator makes
+    ClusterTopic on both brokers (updateTopic -c: nothing) and OneBrokerTopic on broker-a
+    alone (updateTopic -b, the config a template gives: found while watching, PARTIAL_COVERAGE
+    at 100 s, its remedy saying to silence it if deliberate). One send to StuckTopic at 45 s
+    leaves it on one broker: PARTIAL_COVERAGE at 105 s, 60 s after the collector first saw it.
+    No client event is written.
+    """
+    w.observe_broker_side_only(from_s=20)
+    _two_brokers(w)
+    p = w.add_producer()
+    w.at(5, lambda: p.send("BeforeTopic"))
+    w.at(40, lambda: w.create_topic("ClusterTopic", 8))
+    w.at(40, lambda: w.broker("broker-a").upsert_topic("OneBrokerTopic", 8, 8))
+    w.at(45, lambda: p.send("StuckTopic"))
+
+
+@_scenario(
+    "broker-side-alerts",
+    300,
+    ExpectedAlert("QUEUE_SKEW", "open", "info", topic="SkewTopic"),
+    ExpectedAlert("PARTIAL_COVERAGE", "resolved", "warning", topic="SkewTopic"),
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic="StuckTopic"),
+    ExpectedAlert("TEMPLATE_MISSING", "open", "warning", broker="broker-c", broker_id=0),
+    ExpectedAlert("NAMESRV_DIVERGENCE", "open", "warning", broker="broker-c", broker_id=0),
+    ExpectedAlert("BROKER_EXPIRED", "open", "critical", broker="broker-b", broker_id=0),
+)
+def broker_side_alerts(w: World) -> None:
+    """Every alert the broker side alone raises (routewatch collect, no client event) — the
+    real cluster's twin (tests/emitter/collect/test_collect_rocketmq.py).
+
+    Two NameServers; broker-a and broker-b register with both, broker-c (auto-creation off, so
+    no TBW102) with the first only: NAMESRV_DIVERGENCE from 60 s. At 20 s SkewTopic is made
+    with 8 queues on broker-a and 4 on broker-c (updateTopic -b): QUEUE_SKEW, and, as it looks
+    auto-created on broker-a, PARTIAL_COVERAGE (2 of 3, warning) at 80 s. broker-c's
+    auto-creation is turned on at run time (TEMPLATE_MISSING: it has no TBW102). One send to
+    StuckTopic at 25 s leaves it on one broker (PARTIAL_COVERAGE at 85 s, critical). broker-b
+    is killed at 30 s and expires at 130 s (its last registration at 10 s): SkewTopic is then
+    on both masters left, and its PARTIAL_COVERAGE resolves.
+    """
+    w.observe_broker_side_only()
+    first = w.add_namesrv().addr
+    w.add_namesrv()
+    w.add_broker("broker-a")
+    w.add_broker("broker-b")
+    c = w.add_broker("broker-c", namesrvs=[first], auto_create=False)
+    p = w.add_producer()
+    w.at(20, lambda: w.broker("broker-a").upsert_topic("SkewTopic", 8, 8))
+    w.at(20, lambda: c.upsert_topic("SkewTopic", 4, 4))
+    w.at(20, lambda: c.update_auto_create(True))
+    w.at(25, lambda: p.send("StuckTopic"))
+    w.at(30, w.broker("broker-b").kill)
 
 
 @_scenario(

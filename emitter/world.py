@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable
 
 from emitter.broker import Broker
 from emitter.clients import Consumer, Producer
+from emitter.inference import AutoCreateInference, MasterTable
 from emitter.namesrv import NameServer
 from emitter.sim import DEFAULT_START_MS, Simulation
-from routewatch.events import Event
+from routewatch.events import Event, Heartbeat, InferredAutoCreation
 from routewatch.rocketmq import (
     CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
     DEFAULT_TOPIC_QUEUE_NUMS,
@@ -35,7 +36,13 @@ class World:
         sink: Callable[[Event], None] | None = None,
     ) -> None:
         self.events: list[Event] = []
-        self.sim = Simulation(seed, sink or self.events.append, start_ms)
+        self._sink = sink or self.events.append
+        self.sim = Simulation(seed, self._observe, start_ms)
+        # the observer of the cluster: from when, and whether it sees the clients' events
+        # (:meth:`observe_broker_side_only`)
+        self.observed_from_ms = start_ms
+        self.client_events = True
+        self.inference = AutoCreateInference()
         self.namesrv_version = namesrv_version
         self.namesrvs: dict[str, NameServer] = {}
         self.brokers: dict[tuple[str, int], Broker] = {}
@@ -68,6 +75,43 @@ class World:
         """Run the first ``seconds`` of the simulation; returns the collected events."""
         self.sim.run(self.ms(seconds))
         return self.events
+
+    # -- the observer -------------------------------------------------------------------------
+
+    def observe_broker_side_only(self, from_s: float = 0) -> None:
+        """The events are those ``routewatch collect`` gives, from ``from_s`` on: heartbeats
+        only, none written before the collector starts (and its inference's first look is its
+        first at the cluster, ``emitter/inference.py``). Called before any broker is added."""
+        if self.brokers:
+            raise ValueError("observe_broker_side_only() comes before the first add_broker()")
+        self.observed_from_ms = self.ms(from_s)
+        self.client_events = False
+
+    def _observe(self, event: Event) -> None:
+        if event.ts < self.observed_from_ms:
+            return
+        if not self.client_events and not isinstance(event, Heartbeat):
+            return
+        self._sink(event)
+
+    def _inferred(self, broker: Broker) -> dict[str, InferredAutoCreation]:
+        """The inference's look at ``broker``'s cluster as it registers: the masters some
+        NameServer lists, and the registering one, with their tables."""
+        if self.sim.now < self.observed_from_ms:
+            return {}
+        listed = {
+            key[1]
+            for ns in self.namesrvs.values()
+            for key in ns.live
+            if key[0] == broker.cluster and key[2] == 0
+        } | {broker.name}
+        tables: dict[str, MasterTable | None] = {
+            name: MasterTable(m.auto_create, m.topics)
+            for name in listed
+            if (m := self.brokers.get((name, 0))) is not None
+        }
+        self.inference.look(self.sim.now, broker.cluster, tables, changed={broker.name})
+        return self.inference.found(broker.cluster, broker.name)
 
     # -- topology -----------------------------------------------------------------------------
 
@@ -112,6 +156,7 @@ class World:
             split_size=split_size,
             version=version,
             master=self._master(name) if broker_id != 0 else None,
+            inferred=self._inferred,
         )
         self.brokers[(name, broker_id)] = broker
         if broker_id == 0:

@@ -22,6 +22,8 @@ __all__ = [
     "Envelope",
     "Event",
     "Heartbeat",
+    "InferredAutoCreation",
+    "InferredFound",
     "PullResult",
     "QueueData",
     "Role",
@@ -46,6 +48,7 @@ SendStatus = Literal[
     "TOPIC_NOT_EXIST",
     "TIMEOUT",
 ]
+InferredFound = Literal["while_watching", "at_start"]
 DeliveredStatus = frozenset(
     {"SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
 )
@@ -76,6 +79,17 @@ class QueueData:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InferredAutoCreation:
+    """The broker side's evidence that a topic of a broker's table was auto-created: its
+    config is what the broker's template gives a producer's fallback (``emitter/inference.py``).
+    ``found``: it appeared while the observer watched, or was there when it started;
+    ``first_seen``: when the observer first saw it there (epoch ms)."""
+
+    found: InferredFound
+    first_seen: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Envelope:
     """Fields every event carries; ``type`` and ``v`` are written from the class."""
 
@@ -103,6 +117,8 @@ class Heartbeat(Envelope):
     part: int | None = optional()
     parts: int | None = optional()
     shutdown: bool | None = optional()
+    # (optional() is field(default=None): no mutable default is shared)
+    inferred_auto_created: dict[str, InferredAutoCreation] | None = optional()  # noqa: RUF009
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,21 +4,26 @@ job reads (docs/collect.md has the reasoning).
 For each broker a NameServer lists (its cluster list holds only live registrations), one
 ``heartbeat`` with ``namesrv`` = that NameServer: ``full`` true, the broker's topic table *at the
 data version that NameServer holds for it* (``QUERY_DATA_VERSION``), that version as
-``data_version``, and the broker's ``autoCreateTopicEnable`` and ``defaultTopicQueueNums`` (asked
-of the broker: a NameServer does not hold them). One is written when anything of it changed, and
-otherwise every ``heartbeat_interval_s`` while the NameServer lists the broker. A broker that a
-NameServer no longer lists gets no more heartbeats for it: the job expires it there 120 s after
-the last one. Nothing is written for a NameServer that did not answer.
+``data_version``, the broker's ``autoCreateTopicEnable`` and ``defaultTopicQueueNums`` (asked
+of the broker: a NameServer does not hold them), and for a master the topics of that table that
+look auto-created (``inferred_auto_created``: :mod:`emitter.inference`, each poll one look).
+One is written when anything of it changed, and otherwise every ``heartbeat_interval_s``
+while the NameServer lists the broker. A broker that a NameServer no longer lists gets no more
+heartbeats for it: the job expires it there 120 s after the last one. Nothing is written for a
+NameServer that did not answer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from emitter.collect.poller import BrokerKey, Snapshot
-from routewatch.events import Heartbeat, TopicConfig
+from emitter.inference import AutoCreateInference, MasterTable
+from routewatch.events import Heartbeat, InferredAutoCreation, TopicConfig
 from routewatch.remoting import DataVersion
 
 __all__ = ["Deriver"]
@@ -33,6 +38,7 @@ class _Written:
     version: DataVersion
     auto_create: bool
     default_q: int
+    inferred: tuple[tuple[str, InferredAutoCreation], ...] = ()
 
 
 class Deriver:
@@ -46,6 +52,9 @@ class Deriver:
         self._configs: dict[str, tuple[bool, int]] = {}  # broker addr -> last known settings
         self._written: dict[tuple[str, BrokerKey], _Written] = {}  # (namesrv, broker) -> last
         self._waiting: set[tuple[str, BrokerKey]] = set()  # logged as not yet writable
+        self.inference = AutoCreateInference()
+        # (cluster, master) -> (address, version, settings) at the inference's last look
+        self._looked: dict[tuple[str, str], tuple[str, DataVersion | None, Any]] = {}
 
     def known(self, addr: str, version: DataVersion) -> bool:
         """Whether the table of the broker at ``addr`` at ``version`` is known."""
@@ -72,6 +81,7 @@ class Deriver:
                         for name, t in table.topics.items()
                     },
                 )
+        self._infer(snap)
         events: list[Heartbeat] = []
         for ns, view in sorted(snap.namesrvs.items(), key=lambda item: item[1].ts):
             for key, addr in sorted(view.brokers.items()):
@@ -80,6 +90,37 @@ class Deriver:
                     events.append(event)
         self._prune(snap)
         return events
+
+    def _infer(self, snap: Snapshot) -> None:
+        """One look of the inference at each cluster's masters: those any NameServer that
+        answered lists, each with its table at the newest version listed (None when that table
+        is not known)."""
+        if not snap.namesrvs:
+            return
+        masters: dict[str, dict[str, str]] = {}  # cluster -> master name -> address
+        newest: dict[str, DataVersion] = {}
+        for view in snap.namesrvs.values():
+            for (cluster, name, broker_id), addr in view.brokers.items():
+                if broker_id == 0:
+                    masters.setdefault(cluster, {})[name] = addr
+                version = view.versions.get(addr)
+                if version is not None and (addr not in newest or version > newest[addr]):
+                    newest[addr] = version
+        ts = min(view.ts for view in snap.namesrvs.values())
+        for cluster, listed in sorted(masters.items()):
+            tables: dict[str, MasterTable | None] = {}
+            changed: set[str] = set()
+            for name, addr in listed.items():
+                config = self._configs.get(addr)
+                table = self._tables.get((addr, newest[addr])) if addr in newest else None
+                tables[name] = (
+                    None if table is None or config is None else MasterTable(config[0], table)
+                )
+                looked = (addr, newest.get(addr), config)
+                if tables[name] is not None and self._looked.get((cluster, name)) != looked:
+                    self._looked[(cluster, name)] = looked
+                    changed.add(name)
+            self.inference.look(ts, cluster, tables, changed)
 
     def _heartbeat(
         self, ns: str, key: BrokerKey, addr: str, ts: int, version: DataVersion | None
@@ -110,11 +151,24 @@ class Deriver:
                 )
             return None
         self._waiting.discard((ns, key))
+        table = self._tables[(addr, current.version)]
+        inferred = tuple(
+            sorted((t, f) for t, f in self.inference.found(cluster, name).items() if t in table)
+            if broker_id == 0
+            else ()
+        )
+        current = dataclasses.replace(current, inferred=inferred)
         if (
             last is not None
             and ts - last.ts < self.interval_ms
-            and (last.addr, last.version, last.auto_create, last.default_q)
-            == (current.addr, current.version, current.auto_create, current.default_q)
+            and (last.addr, last.version, last.auto_create, last.default_q, last.inferred)
+            == (
+                current.addr,
+                current.version,
+                current.auto_create,
+                current.default_q,
+                current.inferred,
+            )
         ):
             return None
         self._written[(ns, key)] = current
@@ -131,8 +185,9 @@ class Deriver:
             auto_create_topic_enable=current.auto_create,
             default_topic_queue_nums=current.default_q,
             full=True,
-            topics=self._tables[(addr, current.version)],
+            topics=table,
             data_version=str(current.version),
+            inferred_auto_created=dict(inferred) or None,
         )
 
     def _prune(self, snap: Snapshot) -> None:

@@ -26,11 +26,13 @@ class CollectSettings(EmitterSettings):
         description="Seconds between two polls of every NameServer and broker.",
     )
     collect_heartbeat_interval_s: float = Field(
-        default=30.0,
+        default=10.0,
         gt=0,
         le=60,
         description="Longest gap between two heartbeats written for a broker still listed by "
-        "a NameServer (RocketMQ's brokers register every 30 s; the job expires one after 120 s).",
+        "a NameServer (the job expires one after 120 s). The job's clock moves only with events: "
+        "an alert's threshold (PARTIAL_COVERAGE's 60 s, an expiry) passes in the job up to this "
+        "long after it passed in the cluster, so keep it at the poll interval.",
     )
     collect_timeout_s: float = Field(
         default=3.0, gt=0, description="How long one request may take before it counts as failed."

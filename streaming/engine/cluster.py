@@ -161,8 +161,10 @@ class ClusterEngine:
         if reg.expiry_due is None:
             reg.expiry_due = ts + BROKER_EXPIRY_MS
             self.schedule(reg.expiry_due, "expire", key_json(key))
-        # the registration is applied whole first (its table, then its liveness), then judged:
-        # no rule sees a broker that is live without its table
+        # the registration is applied whole first (what the broker side infers of its topics,
+        # its table, then its liveness), then judged: no rule sees a broker that is live
+        # without its table
+        inferred = self._inferred(e.get("inferred_auto_created"), ts)
         changed: list[str] = []
         complete = False
         if not e["full"]:
@@ -184,11 +186,27 @@ class ClusterEngine:
         else:
             for topic in changed:
                 self.rules.topic_changed(topic, ts)
+        for topic in sorted(set(inferred) - set(changed)):  # (evidence for a known table)
+            self.rules.topic_changed(topic, ts)
         if complete:
             self.rules.full_registration(key, reg, ts)
         self.rules.broker_heard(key, ts, shutdown=False)
         if changed or not was_live:  # only then can an open alert's topic evidence change
             self.rules.refresh_broker_evidence(ts)
+
+    def _inferred(self, flags: dict[str, Any] | None, ts: int) -> list[str]:
+        """A heartbeat's ``inferred_auto_created``: the topics of the broker's table whose
+        config says they were auto-created, each made so (if no evidence came first); the
+        topics that changed."""
+        if not flags:
+            return []
+        out = []
+        for topic, flag in flags.items():
+            state = self.topic_state(topic, create=True)
+            assert state is not None
+            if self.rules.auto_created(topic, state, ts, flag["found"], flag["first_seen"]):
+                out.append(topic)
+        return out
 
     def _full_table(
         self, key: RegKey, reg: Reg, e: dict[str, Any]
@@ -338,8 +356,7 @@ class ClusterEngine:
             if e.get("auto_created"):
                 state = self.topic_state(topic, create=True)
                 assert state is not None
-                if state.auto_created_at is None:
-                    self.rules.auto_created(topic, state, ts)
+                if self.rules.auto_created(topic, state, ts):
                     self.rules.topic_changed(topic, ts)
             self.rules.send_succeeded(topic, ts, e.get("seq"))
         elif status in ("NO_ROUTE_INFO", "NO_NAMESRV"):

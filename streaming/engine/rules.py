@@ -29,6 +29,13 @@ from streaming.engine.state import (
 __all__ = ["Rules"]
 
 SETTLE_MS = 60_000
+# how an auto-creation is known (TopicState.auto_created_how)
+OBSERVED, WHILE_WATCHING, AT_START = "observed", "while_watching", "at_start"
+INFERRED_REMEDY = (
+    " (routewatch inferred the auto-creation from the topic's config, which mqadmin "
+    "updateTopic -b on these brokers also gives: if the placement is deliberate, silence this "
+    "alert with POST /alerts/{id}/silence.)"
+)
 AT_RISK_MS = 5_000
 FAILURE_QUIET_MS = 120_000
 DIVERGENCE_MS = 60_000
@@ -316,13 +323,39 @@ class Rules:
 
     # -- topics ---------------------------------------------------------------------------------
 
-    def auto_created(self, topic: str, state: TopicState, ts: int) -> None:
+    def auto_created(
+        self, topic: str, state: TopicState, at: int, how: str = OBSERVED, since: int | None = None
+    ) -> bool:
+        """The topic was auto-created: a client saw it (``how`` "observed", at ``at``), or the
+        broker side's config looks it ("while_watching", "at_start": first seen at ``since``).
+        The first evidence sets when; observed evidence replaces inferred. Whether anything
+        changed."""
         if state.auto_created_at is None:
-            state.auto_created_at = ts
-            self.e.out.auto_created[topic] = ts
+            when = at if since is None else min(since, at)
+            state.auto_created_at = when
+            state.auto_created_how = how
+            self.e.out.auto_created[topic] = when
             self.e.meta.auto_topics.add(topic)
             self.e.topics.mark(topic)
-            self.e.schedule(ts + SETTLE_MS, "settle", topic)
+            if when + SETTLE_MS > at:
+                self.e.schedule(when + SETTLE_MS, "settle", topic)
+            return True
+        if how == OBSERVED and state.auto_created_how != OBSERVED:
+            state.auto_created_how = OBSERVED
+            self.e.topics.mark(topic)
+            return True
+        return False
+
+    def _settled(self, state: TopicState, at: int) -> bool:
+        """Whether an auto-created topic's coverage is final: 60 s after its creation, at once
+        when a client saw it and no producer holds a template route for it, and at once for a
+        topic found at the observer's start (older than the observer)."""
+        assert state.auto_created_at is not None
+        if state.auto_created_how == AT_START:
+            return True
+        if state.auto_created_how == OBSERVED and not state.holders:
+            return True
+        return at >= state.auto_created_at + SETTLE_MS
 
     def topic_changed(self, topic: str, at: int) -> None:
         """Re-judge QUEUE_SKEW, PARTIAL_COVERAGE and AT_RISK for one topic (a system topic
@@ -340,7 +373,7 @@ class Rules:
         expected = self.expected_brokers()
         k, n = len(holding & expected), len(expected)
         pc_key = self._topic_key("PARTIAL_COVERAGE", topic)
-        settled = not state.holders or at >= state.auto_created_at + SETTLE_MS
+        settled = self._settled(state, at)
         pc_open = self.e.book.get(pc_key) is not None
         if (0 < k < n and settled) or (pc_open and k != n):
             self._coverage_alert(topic, state, holders, holding, expected, at)
@@ -424,11 +457,13 @@ class Rules:
                 "brokers_without_topic": sorted(expected - holding),
                 "namesrv_views": {ns: sorted(set(v)) for ns, v in sorted(views.items())},
                 "auto_created_at": state.auto_created_at,
+                "auto_created_evidence": _evidence_of(state),
                 "producers_with_template_route": sorted(state.holders),
             },
             remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
             f"-t {topic} -r {queues} -w {queues}; and set autoCreateTopicEnable=false on the "
-            "brokers in production.",
+            "brokers in production."
+            + ("" if state.auto_created_how == OBSERVED else INFERRED_REMEDY),
         )
         # (AT_RISK's condition keeps its start: if it still holds when PARTIAL_COVERAGE
         # resolves, AT_RISK opens then, its 5 s counted from that start)
@@ -679,3 +714,11 @@ class Rules:
             setattr(state, field_name, None)
             self.note_idle(topic, state, at)
         self.e.topics.mark(topic)
+
+
+def _evidence_of(state: TopicState) -> str:
+    """A PARTIAL_COVERAGE's ``auto_created_evidence``: ``observed`` (a client saw the
+    auto-creation), or ``inferred_while_watching`` / ``inferred_at_start`` (the broker side's
+    config looks it: docs/alerts.md)."""
+    how = state.auto_created_how or OBSERVED
+    return how if how == OBSERVED else f"inferred_{how}"

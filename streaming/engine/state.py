@@ -130,6 +130,9 @@ class TopicState:
     # instant of its pending "forget" threshold (one at a time)
     idle_since: int | None = None
     forget_due: int | None = None
+    # how the auto-creation is known (AutoCreation): a client saw it ("observed"), or the
+    # broker side's config looks it ("while_watching", "at_start": docs/alerts.md)
+    auto_created_how: str | None = None
 
     def is_empty(self) -> bool:
         return (
@@ -148,6 +151,7 @@ class TopicState:
             "rejected": self.rejected,
             "idle_since": self.idle_since,
             "forget_due": self.forget_due,
+            "auto_created_how": self.auto_created_how,
         }
 
     @classmethod
@@ -161,6 +165,8 @@ class TopicState:
             d["rejected"],
             d.get("idle_since"),  # absent from states written before forgetting existed
             d.get("forget_due"),
+            # absent from states written before the broker side could tell: a client's word
+            d.get("auto_created_how") or ("observed" if d["auto_created_at"] is not None else None),
         )
 
 

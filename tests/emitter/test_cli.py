@@ -102,5 +102,15 @@ def test_expected_prints_the_alerts_a_correct_monitor_ends_with() -> None:
             "broker_id": 0,
             "cause": None,
             "cluster": "DefaultCluster",
-        }
+        },
+        {
+            "kind": "PARTIAL_COVERAGE",
+            "state": "open",
+            "severity": "critical",
+            "topic": "TopicOnlyB",
+            "broker": None,
+            "broker_id": None,
+            "cause": None,
+            "cluster": "DefaultCluster",
+        },
     ]

@@ -1,14 +1,16 @@
-"""``routewatch collect`` against a real RocketMQ 4.9.8: two NameServers, broker-a and broker-b
+"""``routewatch collect`` against a real RocketMQ: two NameServers, broker-a and broker-b
 registered with both, broker-c (auto-creation off, so no TBW102) with ns1 only. The faults that
-leave the cluster as it was come first; the last test drives the alerts and kills broker-b.
+leave the cluster as it was come first; the last test drives every alert the broker side can
+raise, kills broker-b, and ends with the alerts of its twin scenario on the emitter's model
+(``broker-side-alerts``).
 
 The events are run through the job's own evaluation path (the in-memory engine, the same step the
-Spark job calls). PARTIAL_COVERAGE needs to know that a topic was auto-created, which only the
-client side sees (a send with ``auto_created``, or a producer's fallback pull): the last test
-writes that one ``send`` from the real client's outcome, as the client hook will."""
+Spark job calls). Only the collector writes events: PARTIAL_COVERAGE comes from the auto-creation
+it infers from the broker side (``emitter/inference.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -27,12 +29,13 @@ from emitter.collect.derive import Deriver
 from emitter.collect.metrics import Counters
 from emitter.collect.poller import Poller
 from routewatch.codec import encode
-from routewatch.events import Heartbeat, Send
+from routewatch.events import Heartbeat
 from routewatch.testing.processes import free_port, start_routewatch, stop, wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
 from routewatch.validation import validate
 from tests.support.rocketmq import module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
+from tests.support.traces import expected, shape
 
 pytestmark = pytest.mark.rocketmq
 
@@ -209,9 +212,9 @@ def _spool_events(spool: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _evaluate(events: list[dict[str, Any]]) -> list[Any]:
-    """Every alert change the job's engine makes of ``events`` (streaming is imported here
-    only: the tests may, the emitter may not)."""
+def _evaluate(events: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """The final alerts and every alert change the job's engine makes of ``events``
+    (streaming is imported here only: the tests may, the emitter may not)."""
     from streaming.engine.runner import run_stream
 
     for event in events:
@@ -219,7 +222,7 @@ def _evaluate(events: list[dict[str, Any]]) -> list[Any]:
     ordered = sorted(events, key=lambda e: (e["ts"], e.get("seq", -1)))
     arrivals = [(e["event_id"], e["ts"], e.get("seq"), orjson.dumps(e).decode()) for e in ordered]
     run = run_stream(arrivals, lateness_ms=2_000)
-    return run.cluster(CLUSTER).alert_changes
+    return run.final_alerts(), run.cluster(CLUSTER).alert_changes
 
 
 def _metrics(port: int) -> str:
@@ -258,20 +261,6 @@ def test_collect_opens_the_broker_side_alerts_on_a_real_cluster(
         # PARTIAL_COVERAGE: one send to a new topic lands on one broker, which creates it
         (outcome,) = driver.send("p1", stuck)
         assert outcome.ok, outcome
-        send = Send(
-            ts=int(time.time() * 1000),
-            cluster=CLUSTER,
-            event_id=f"test-client-{uuid.uuid4().hex[:6]}",
-            client_id="test-client",
-            group="p1",
-            topic=stuck,
-            broker=outcome.broker,
-            queue_id=outcome.queue_id,
-            default_topic="TBW102",
-            default_topic_queue_nums=4,
-            status="SEND_OK",
-            auto_created=True,
-        )
 
         def holds_stuck() -> bool:
             return any(
@@ -298,7 +287,12 @@ def test_collect_opens_the_broker_side_alerts_on_a_real_cluster(
     assert {e["namesrv"] for e in events if e["broker"] == "broker-c"} == {
         cluster.namesrv_addr("ns1")
     }
-    alerts = _evaluate([*events, orjson.loads(encode(send))])
+    final, alerts = _evaluate(events)
+    # the twin scenario's alerts, its topic names for this run's
+    names = {skewed: "SkewTopic", stuck: "StuckTopic"}
+    assert sorted(
+        shape(dataclasses.replace(a, topic=names.get(a.topic, a.topic))) for a in final
+    ) == expected("broker-side-alerts")
     opened = {(a.kind, a.topic or a.broker) for a in alerts}
     assert ("QUEUE_SKEW", skewed) in opened
     assert ("TEMPLATE_MISSING", "broker-c") in opened

@@ -48,10 +48,12 @@ class Trace:
         part: int | None = None,
         parts: int | None = None,
         cluster: str = "C",
+        inferred: dict[str, tuple[str, float]] | None = None,
     ) -> None:
         """A registration of ``broker`` on ``ns``: a topic's counts are ``q`` (read = write =
         ``q``, perm 6) or ``(read, write, perm)``; a full one lists a usable TBW102 unless
-        ``tbw`` is false."""
+        ``tbw`` is false. ``inferred``: topic -> (found, first seen in seconds), the broker
+        side's evidence of an auto-creation."""
         configs = {t: (q, q, 6) if isinstance(q, int) else q for t, q in (topics or {}).items()}
         if full and tbw and not shutdown:
             configs = {"TBW102": TBW102, **configs}
@@ -71,6 +73,10 @@ class Trace:
         }
         if shutdown:
             body["shutdown"] = True
+        if inferred is not None:
+            body["inferred_auto_created"] = {
+                t: {"found": found, "first_seen": ms(at)} for t, (found, at) in inferred.items()
+            }
         for name, value in (("data_version", dv), ("part", part), ("parts", parts)):
             if value is not None:
                 body[name] = value
