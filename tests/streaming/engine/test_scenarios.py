@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pytest
 
 from emitter.scenarios import SCENARIOS
 from streaming.engine import run_cluster, run_stream
 from streaming.engine.runner import ClusterRun, StreamRun
-from tests.support.traces import arrivals, expected, shape
+from tests.support.traces import Arrival, arrivals, expected, shape
 
 START = 1_767_225_600_000
 
@@ -38,6 +39,33 @@ def test_batch_size_and_lateness_bound_do_not_change_the_alerts(name: str) -> No
         for lateness_ms in (0, 2000):
             run = run_stream(trace, lateness_ms=lateness_ms, batch_size=batch_size)
             assert _identity(run) == reference
+
+
+def _without_inference(trace: list[Arrival]) -> list[Arrival]:
+    """``trace`` as written before heartbeats carried the broker side's inference."""
+    out = []
+    for event_id, ts, seq, raw in trace:
+        event = orjson.loads(raw)
+        event.pop("inferred_auto_created", None)
+        out.append((event_id, ts, seq, orjson.dumps(event).decode()))
+    return out
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_the_inference_only_adds_alerts_that_say_they_stand_on_it(name: str) -> None:
+    # a trace without the field (as written before it existed) gives what it always gave:
+    # everything else is the same, with or without it
+    trace = arrivals(name, seed=3)
+    with_it = run_stream(trace, lateness_ms=2000).final_alerts()
+    without = run_stream(_without_inference(trace), lateness_ms=2000).final_alerts()
+
+    inferred = [
+        a for a in with_it if str(a.evidence.get("auto_created_evidence", "")).startswith("infer")
+    ]
+    assert sorted(shape(a) for a in with_it if a not in inferred) == sorted(
+        shape(a) for a in without
+    )
+    assert all(a.kind == "PARTIAL_COVERAGE" for a in inferred)
 
 
 @pytest.mark.parametrize(
