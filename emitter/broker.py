@@ -294,18 +294,30 @@ class Broker:
         )
 
     def upsert_topic(
-        self, topic: str, read: int, write: int, perm: int = PERM_READ | PERM_WRITE
+        self,
+        topic: str,
+        read: int,
+        write: int,
+        perm: int = PERM_READ | PERM_WRITE,
+        *,
+        register: bool = True,
     ) -> bool:
-        """``mqadmin updateTopic`` on this broker: change the table, register it at once.
-        False if the broker refused (a system topic)."""
+        """``mqadmin updateTopic`` on this broker: change the table, register it at once
+        (unless ``register`` is false: :meth:`register_topic` follows). False if the broker
+        refused (a system topic)."""
         if self.refuses_admin(topic):
             return False
         config = TopicConfig(read_queue_nums=read, write_queue_nums=write, perm=perm)
         self.topics[topic] = config
         self._changed()
-        if self.running:
-            self._register({topic: config}, full=False)
+        if register:
+            self.register_topic(topic)
         return True
+
+    def register_topic(self, topic: str) -> None:
+        """The immediate registration of one topic (``registerIncrementBrokerData``)."""
+        if self.running:
+            self._register({topic: self.topics[topic]}, full=False)
 
     def delete_topic(self, topic: str) -> bool:
         """Delete from this broker's table only; a NameServer keeps the topic's route on this

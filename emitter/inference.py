@@ -13,7 +13,9 @@ alert says it is (docs/alerts.md).
 at a time:
 
 - a topic that **appears** in a master's table after the observer's first look at it, with
-  that config, is ``while_watching``, first seen at that look;
+  that config, on some of the cluster's listed masters only (one that appears on every master
+  at once was made with ``updateTopic -c``, or covers them all anyway), is ``while_watching``,
+  first seen at that look;
 - a topic **already there** at the first look (of a cluster whose every listed master's
   table is known) is ``at_start`` when it has that config on every master holding it and is
   on a strict subset of the cluster's listed masters: a topic stuck since before the
@@ -118,9 +120,11 @@ class AutoCreateInference:
                 if topic in seen:
                     continue
                 seen.add(topic)
-                if not is_system_topic(topic, cluster, brokers) and looks_auto_created(
-                    topic, table
-                ):
+                if is_system_topic(topic, cluster, brokers) or not looks_auto_created(topic, table):
+                    continue
+                if holders is None:
+                    holders = Counter(t for m in listed.values() if m is not None for t in m.topics)
+                if holders[topic] < len(listed):  # (on every master at once: made with -c)
                     found[topic] = InferredAutoCreation(found="while_watching", first_seen=ts)
 
     def found(self, cluster: str, broker: str) -> dict[str, InferredAutoCreation]:

@@ -238,9 +238,18 @@ class World:
         read: int | None = None,
         perm: int = PERM_READ | PERM_WRITE,
     ) -> None:
-        """``mqadmin updateTopic -c <cluster>``: the topic on every master of the cluster."""
-        for broker in self.masters(cluster):
-            broker.upsert_topic(topic, read if read is not None else queues, queues, perm)
+        """``mqadmin updateTopic -c <cluster>``: the topic on every master of the cluster, all
+        within the same instant (the command's requests follow one another in milliseconds),
+        then each master's immediate registration."""
+        made = [
+            b
+            for b in self.masters(cluster)
+            if b.upsert_topic(
+                topic, read if read is not None else queues, queues, perm, register=False
+            )
+        ]
+        for broker in made:
+            broker.register_topic(topic)
 
     def delete_topic(self, topic: str, *, cluster: str = DEFAULT_CLUSTER) -> bool:
         """``mqadmin deleteTopic -c <cluster>``: from every master, then every NameServer. A

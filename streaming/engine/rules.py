@@ -8,6 +8,7 @@ come or go. Time-driven transitions come from deadlines, stamped with their own 
 from __future__ import annotations
 
 import datetime
+import shlex
 from typing import Any, Protocol
 
 import orjson
@@ -32,9 +33,9 @@ SETTLE_MS = 60_000
 # how an auto-creation is known (TopicState.auto_created_how)
 OBSERVED, WHILE_WATCHING, AT_START = "observed", "while_watching", "at_start"
 INFERRED_REMEDY = (
-    " (routewatch inferred the auto-creation from the topic's config, which mqadmin "
-    "updateTopic -b on these brokers also gives: if the placement is deliberate, silence this "
-    "alert with POST /alerts/{id}/silence.)"
+    " (routewatch inferred the auto-creation from the topic's config, which a topic created "
+    "by hand on these brokers alone can also have: if the placement is deliberate, silence "
+    "this alert with POST /alerts/{id}/silence.)"
 )
 AT_RISK_MS = 5_000
 FAILURE_QUIET_MS = 120_000
@@ -162,6 +163,26 @@ class Rules:
 
     def _namesrvs_for_remedy(self) -> str:
         return ";".join(sorted(self.cluster_namesrvs())) or "<namesrv>"
+
+    def _master_addr(self, broker: str) -> str:
+        """The address the master ``broker`` last registered with, for ``updateTopic -b``."""
+        addrs = sorted({r.addr for (_, b, i), r in self._regs().items() if b == broker and i == 0})
+        return addrs[-1] if addrs else f"<address of {broker}>"
+
+    def _update_topic(self, topic: str, *where: str, q: int | None = None) -> str:
+        """``mqadmin updateTopic`` for the cluster's NameServers, as a command line that runs
+        when pasted into a shell (``;`` between NameServers quoted: docs/alerts.md); between
+        backticks, as every command in a remedy."""
+        queues = () if q is None else ("-r", str(q), "-w", str(q))
+        argv = ["mqadmin", "updateTopic", "-n", self._namesrvs_for_remedy(), *where, "-t", topic]
+        return f"`{shlex.join([*argv, *queues])}`"
+
+    def _create_everywhere(self, topic: str, q: int) -> str:
+        """The coverage alerts' remedy: the topic on every master, auto-creation off."""
+        return (
+            f"{self._update_topic(topic, '-c', self.cluster, q=q)}, and set "
+            "autoCreateTopicEnable=false on the brokers in production."
+        )
 
     # -- deadlines ------------------------------------------------------------------------------
 
@@ -460,9 +481,7 @@ class Rules:
                 "auto_created_evidence": _evidence_of(state),
                 "producers_with_template_route": sorted(state.holders),
             },
-            remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
-            f"-t {topic} -r {queues} -w {queues}; and set autoCreateTopicEnable=false on the "
-            "brokers in production."
+            remedy=self._create_everywhere(topic, queues)
             + ("" if state.auto_created_how == OBSERVED else INFERRED_REMEDY),
         )
         # (AT_RISK's condition keeps its start: if it still holds when PARTIAL_COVERAGE
@@ -523,7 +542,9 @@ class Rules:
                 "covers any more; those producers keep that route until a route refresh "
                 f"succeeds (next by {_iso(refresh_by)})."
             )
-        queues = 4
+        # the topic's own count where a broker holds it, else the template route's (4 queues)
+        holders = self.e.live_holders(topic)
+        queues = max((c[1] for c in holders.values()), default=4)
         self.e.book.raise_or_update(
             key,
             max(at, state.at_risk_since + AT_RISK_MS),
@@ -534,9 +555,7 @@ class Rules:
                 "brokers_with_topic": sorted(holding),
                 "condition_since": state.at_risk_since,
             },
-            remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
-            f"-t {topic} -r {queues} -w {queues}; and set autoCreateTopicEnable=false on the "
-            "brokers in production.",
+            remedy=self._create_everywhere(topic, queues),
         )
 
     def _judge_skew(self, topic: str, holders: dict[RegKey, Any], at: int) -> None:
@@ -571,8 +590,7 @@ class Rules:
             + (f", read != write on {', '.join(uneven)}" if uneven else "")
             + ".",
             evidence={"brokers": per_broker},
-            remedy=f"mqadmin updateTopic -n {self._namesrvs_for_remedy()} -c {self.cluster} "
-            f"-t {topic} -r {q} -w {q}",
+            remedy=self._update_topic(topic, "-c", self.cluster, q=q),
         )
 
     # -- sends ----------------------------------------------------------------------------------
@@ -639,8 +657,8 @@ class Rules:
             "NO_LIVE_BROKER": "Bring a broker of the cluster back.",
             "CREATE_TOPIC_KEY_MISMATCH": "Align the client's createTopicKey "
             f"({e['default_topic']}) with TBW102 (upgrade a 4.3.0 client).",
-            "AUTO_CREATE_DISABLED": f"Create the topic: mqadmin updateTopic -n "
-            f"{self._namesrvs_for_remedy()} -c {self.cluster} -t {topic} -r 8 -w 8",
+            "AUTO_CREATE_DISABLED": "Create the topic: "
+            + self._update_topic(topic, "-c", self.cluster, q=8),
             "TEMPLATE_MISSING": "Restore TBW102: restart the brokers with "
             "autoCreateTopicEnable=true, or create the topic.",
             "UNKNOWN": "Check the client's NameServer address and the topic's route.",
@@ -680,7 +698,8 @@ class Rules:
         state.rejected = rej
         self.note_idle(topic, state, ts)
         self.e.topics.mark(topic)
-        brokers = ", ".join(sorted(rej["brokers"]))
+        refusing = sorted(rej["brokers"])
+        brokers = ", ".join(refusing)
         self.e.book.raise_or_update(
             key,
             ts,
@@ -692,8 +711,9 @@ class Rules:
                 "refusals": rej["count"],
                 "brokers": rej["brokers"],
             },
-            remedy=f"Create {topic} on {brokers} (mqadmin updateTopic -b <broker addr> -t "
-            f"{topic}), or remove the stale TBW102 from {brokers}.",
+            remedy=f"Create {topic} on {brokers} ("
+            + ", ".join(self._update_topic(topic, "-b", self._master_addr(b)) for b in refusing)
+            + f"), or remove the stale TBW102 from {brokers}.",
         )
 
     def _failure_quiet(self, topic: str, at: int, field_name: str, kind: AlertKind) -> None:

@@ -74,7 +74,7 @@ def test_one_alert_has_its_evidence_and_remedy(client: TestClient) -> None:
     alert = client.get(f"/alerts/{first['id']}").json()
 
     assert alert["evidence"]["coverage"] in {"1/3", "1/2", "0/2"}
-    assert alert["remedy"].startswith("mqadmin updateTopic")
+    assert alert["remedy"].startswith("`mqadmin updateTopic")
     assert alert["acked_at"] is None and alert["silenced_until"] is None
 
 

@@ -106,6 +106,19 @@ def test_a_topic_that_leaves_the_table_is_forgotten_and_judged_again_when_it_ret
 
 def test_only_the_masters_named_changed_are_judged_again() -> None:
     inf = AutoCreateInference()
-    inf.look(1_000, "C", {"a": table(), "b": table()})
-    inf.look(2_000, "C", {"a": table(T=cfg(4)), "b": table(T=cfg(4))}, changed={"a"})
+    inf.look(1_000, "C", {"a": table(), "b": table(), "c": table()})
+    inf.look(2_000, "C", {"a": table(T=cfg(4)), "b": table(T=cfg(4)), "c": table()}, {"a"})
     assert set(inf.found("C", "a")) == {"T"} and inf.found("C", "b") == {}
+
+
+def test_a_topic_that_appears_on_every_master_at_once_is_not_taken_for_auto_created() -> None:
+    # updateTopic -c: every master at once (a producer's auto-creation starts on some)
+    inf = AutoCreateInference()
+    inf.look(1_000, "C", {"a": table(), "b": table()})
+    inf.look(2_000, "C", {"a": table(T=cfg(8)), "b": table(T=cfg(8))})
+    assert inf.found("C", "a") == inf.found("C", "b") == {}
+    # one that reaches the other master later was on a subset first: found where it was
+    inf.look(3_000, "C", {"a": table(T=cfg(8), U=cfg(4)), "b": table(T=cfg(8))})
+    inf.look(4_000, "C", {"a": table(T=cfg(8), U=cfg(4)), "b": table(T=cfg(8), U=cfg(4))})
+    assert inf.found("C", "a")["U"].first_seen == 3_000
+    assert "U" not in inf.found("C", "b")

@@ -105,45 +105,54 @@ def test_a_broker_no_namesrv_lists_and_a_silent_namesrv_get_nothing() -> None:
     assert d.derive(later) == []
 
 
+B, B_ADDR = ("C", "broker-b", 0), "127.0.0.1:10912"
+
+
+def with_b(s: Snapshot, table: TopicTable = T2) -> Snapshot:
+    """``s`` with a second master, broker-b, listed by every NameServer with ``table``."""
+    for view in s.namesrvs.values():
+        view.brokers[B] = B_ADDR
+        view.versions[B_ADDR] = table.version
+    s.brokers[B_ADDR] = BrokerView(B_ADDR, True, 8, table)
+    return s
+
+
 def test_a_topic_that_appears_with_a_templates_config_is_written_as_inferred() -> None:
     d = Deriver(30, source="t")
-    (first,) = d.derive(snap(1_000, {NS1: V1}, T1))
-    assert (
-        first.inferred_auto_created is None
-    )  # "2024" was there at the first poll, on every master
+    first = {e.broker: e for e in d.derive(with_b(snap(1_000, {NS1: V1}, T1)))}
+    assert first["broker-a"].inferred_auto_created == {
+        "2024": InferredAutoCreation(found="at_start", first_seen=1_000)
+    }
     t3 = TopicTable(DataVersion(3000, 3), {**T1.topics, "New": TopicConfig(4, 4, 6)})
-    (changed,) = d.derive(snap(3_000, {NS1: t3.version}, t3))
+    (changed,) = d.derive(with_b(snap(3_000, {NS1: t3.version}, t3)))
     assert changed.inferred_auto_created == {
-        "New": InferredAutoCreation(found="while_watching", first_seen=3_000)
+        "2024": InferredAutoCreation(found="at_start", first_seen=1_000),
+        "New": InferredAutoCreation(found="while_watching", first_seen=3_000),
     }
     # renewals keep saying it while the table holds it
-    (renewal,) = d.derive(snap(33_000, {NS1: t3.version}))
-    assert renewal.inferred_auto_created == changed.inferred_auto_created
+    renewal = {e.broker: e for e in d.derive(with_b(snap(33_000, {NS1: t3.version})))}
+    assert renewal["broker-a"].inferred_auto_created == changed.inferred_auto_created
+    assert renewal["broker-b"].inferred_auto_created is None
     assert validate(orjson.loads(encode(changed))) is None
 
 
-def test_a_topic_on_one_master_of_two_at_the_first_poll_is_written_as_found_at_start() -> None:
-    b, b_addr = ("C", "broker-b", 0), "127.0.0.1:10912"
-    s = snap(1_000, {NS1: V1}, T1)
-    s.namesrvs[NS1].brokers[b] = b_addr
-    s.namesrvs[NS1].versions[b_addr] = V2
-    s.brokers[b_addr] = BrokerView(b_addr, True, 8, T2)
-    events = {e.broker: e for e in Deriver(30, source="t").derive(s)}
-    assert events["broker-a"].inferred_auto_created == {
-        "2024": InferredAutoCreation(found="at_start", first_seen=1_000)
-    }
-    assert events["broker-b"].inferred_auto_created is None
+def test_a_topic_on_the_only_master_is_not_taken_for_auto_created() -> None:
+    d = Deriver(30, source="t")
+    (first,) = d.derive(snap(1_000, {NS1: V1}, T1))
+    t3 = TopicTable(DataVersion(3000, 3), {**T1.topics, "New": TopicConfig(4, 4, 6)})
+    (changed,) = d.derive(snap(3_000, {NS1: t3.version}, t3))
+    assert first.inferred_auto_created is None and changed.inferred_auto_created is None
 
 
 def test_a_slave_carries_no_inference() -> None:
     slave, slave_addr = ("C", "broker-a", 1), "127.0.0.1:10921"
     d = Deriver(30, source="t")
-    d.derive(snap(1_000, {NS1: V1}, T1))
+    d.derive(with_b(snap(1_000, {NS1: V1}, T1)))
     t3 = TopicTable(DataVersion(3000, 3), {**T1.topics, "New": TopicConfig(4, 4, 6)})
-    s = snap(3_000, {NS1: t3.version}, t3)
+    s = with_b(snap(3_000, {NS1: t3.version}, t3))
     s.namesrvs[NS1].brokers[slave] = slave_addr
     s.namesrvs[NS1].versions[slave_addr] = t3.version
     s.brokers[slave_addr] = BrokerView(slave_addr, True, 8, t3)
-    events = {e.broker_id: e for e in d.derive(s)}
-    assert set(events[0].inferred_auto_created or {}) == {"New"}
-    assert events[1].inferred_auto_created is None
+    events = {(e.broker, e.broker_id): e for e in d.derive(s)}
+    assert set(events[("broker-a", 0)].inferred_auto_created or {}) == {"2024", "New"}
+    assert events[("broker-a", 1)].inferred_auto_created is None

@@ -103,9 +103,11 @@ def versions(run_: StreamRun, kind: str) -> list[tuple[str, float | None, str, s
 
 
 def create_remedy(topic: str, q: int, namesrvs: str = NS1) -> str:
-    """The remedy of the coverage alerts: create the topic on every master."""
+    """The remedy of the coverage alerts: create the topic on every master (a ``;`` between
+    NameServers quoted, so that it runs when pasted)."""
+    n = namesrvs if ";" not in namesrvs else f"'{namesrvs}'"
     return (
-        f"mqadmin updateTopic -n {namesrvs} -c C -t {topic} -r {q} -w {q}; and set "
+        f"`mqadmin updateTopic -n {n} -c C -t {topic} -r {q} -w {q}`, and set "
         "autoCreateTopicEnable=false on the brokers in production."
     )
 
@@ -378,7 +380,7 @@ def test_a_master_and_its_slave_with_different_counts_are_skewed(batch_size: int
             opened=0,
             summary="Topic T has uneven queues: write queues [4, 8] across brokers.",
             evidence={"brokers": {"a": {"read": 8, "write": 8}, "a/1": {"read": 4, "write": 4}}},
-            remedy=f"mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8",
+            remedy=f"`mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8`",
         )
     ]
 
@@ -1291,7 +1293,7 @@ def test_no_route_info_auto_create_disabled(batch_size: int | None) -> None:
                 "create_topic_key": "TBW102",
                 "resolution": "a send succeeded",
             },
-            remedy=f"Create the topic: mqadmin updateTopic -n {NS1};{NS2} -c C -t T -r 8 -w 8",
+            remedy=f"Create the topic: `mqadmin updateTopic -n '{NS1};{NS2}' -c C -t T -r 8 -w 8`",
         )
     ]
 
@@ -1357,8 +1359,9 @@ def test_send_rejected_is_not_resolved_by_a_success_and_resolves_after_120_s_qui
                 "brokers": {"a": 2, "b": 1},
                 "resolution": "quiet for 120 s",
             },
-            remedy="Create T on a, b (mqadmin updateTopic -b <broker addr> -t T), or remove the "
-            "stale TBW102 from a, b.",
+            remedy=f"Create T on a, b (`mqadmin updateTopic -n {NS1} -b a:10911 -t T`, "
+            f"`mqadmin updateTopic -n {NS1} -b b:10911 -t T`), or remove the stale TBW102 "
+            "from a, b.",
         )
     ]
     assert versions(run_, "SEND_REJECTED") == [
@@ -1620,7 +1623,7 @@ def test_queue_skew_on_write_counts_resolves_when_the_counts_agree(
             resolved=30,
             summary="Topic T has uneven queues: write queues [4, 8] across brokers.",
             evidence={"brokers": {"a": {"read": 8, "write": 8}, "b": {"read": 4, "write": 4}}},
-            remedy=f"mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8",
+            remedy=f"`mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8`",
         )
     ]
 
@@ -1647,7 +1650,7 @@ def test_queue_skew_on_read_and_write_resolves_when_no_live_broker_holds_the_top
             summary="Topic T has uneven queues: write queues [2] across brokers, read != write "
             "on a.",
             evidence={"brokers": {"a": {"read": 8, "write": 2}}},
-            remedy=f"mqadmin updateTopic -n {NS1} -c C -t T -r 2 -w 2",
+            remedy=f"`mqadmin updateTopic -n {NS1} -c C -t T -r 2 -w 2`",
         )
     ]
     assert versions(run_, "QUEUE_SKEW") == [
@@ -1775,9 +1778,9 @@ def test_namesrv_divergence_topics_differing_follow_the_brokers_table(
 # -- PARTIAL_COVERAGE from the broker side alone: an auto-creation inferred ---------------------
 
 INFERRED = (
-    " (routewatch inferred the auto-creation from the topic's config, which mqadmin "
-    "updateTopic -b on these brokers also gives: if the placement is deliberate, silence this "
-    "alert with POST /alerts/{id}/silence.)"
+    " (routewatch inferred the auto-creation from the topic's config, which a topic created "
+    "by hand on these brokers alone can also have: if the placement is deliberate, silence "
+    "this alert with POST /alerts/{id}/silence.)"
 )
 STUCK_ON_A = (
     "Auto-created topic T is on 1 of 2 brokers and will stay there: its producers' routes have "

@@ -1,0 +1,95 @@
+"""Every command in an alert's remedy runs when pasted into a shell: each scenario's alerts,
+with its NameServers and with a second NameServer added, through ``bash -c`` with a stub
+``mqadmin`` that records its arguments. (``shlex.split`` would read ``-n a;b`` as one word and
+pass a remedy that a shell splits in two.)"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+from emitter.scenarios import SCENARIOS
+from streaming.engine.runner import run_stream
+from tests.support.traces import Arrival, arrivals
+
+COMMAND = re.compile(r"`([^`]+)`")
+SECOND = "10.0.0.199:9876"
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with an ``mqadmin`` that appends its arguments, as JSON, to ``calls``."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    script = bin_dir / "mqadmin"
+    script.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, os, sys\n"
+        "with open(os.environ['MQADMIN_CALLS'], 'a') as f:\n"
+        "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return bin_dir
+
+
+def _on_two_namesrvs(trace: list[Arrival]) -> list[Arrival]:
+    """Every registration also reaching a second NameServer, a millisecond later."""
+    out = []
+    for event_id, ts, seq, raw in trace:
+        out.append((event_id, ts, seq, raw))
+        event = orjson.loads(raw)
+        if event["type"] == "heartbeat" and event["namesrv"] != SECOND:
+            copy = {**event, "namesrv": SECOND, "event_id": f"{event_id}-2", "ts": ts + 1}
+            out.append((copy["event_id"], ts + 1, seq, orjson.dumps(copy).decode()))
+    return sorted(out, key=lambda a: (a[1], a[2] or 0))
+
+
+def _namesrvs(trace: list[Arrival]) -> str:
+    found = {orjson.loads(raw).get("namesrv") for _, _, _, raw in trace}
+    return ";".join(sorted(ns for ns in found if isinstance(ns, str)))
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["as-is", "second-namesrv"])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_command_in_a_remedy_runs_as_pasted(
+    name: str, two: bool, stub: Path, tmp_path: Path
+) -> None:
+    trace = arrivals(name, seed=0)
+    if two:
+        trace = _on_two_namesrvs(trace)
+    namesrvs = _namesrvs(trace)
+    alerts = run_stream(trace, lateness_ms=2000).final_alerts()
+    calls = tmp_path / "calls"
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "MQADMIN_CALLS": str(calls)}
+    for alert in alerts:
+        commands = COMMAND.findall(alert.remedy or "")
+        # every command is one to paste, between backticks
+        assert (alert.remedy or "").count("mqadmin") == "".join(commands).count("mqadmin")
+        for command in commands:
+            calls.write_text("")
+            result = subprocess.run(
+                ["bash", "-c", command], env=env, capture_output=True, text=True, check=False
+            )
+            assert result.returncode == 0, (command, result.stderr)
+            (argv,) = [orjson.loads(line) for line in calls.read_text().splitlines()]
+            flags = dict(zip(argv[1::2], argv[2::2], strict=True))
+            assert argv[0] == "updateTopic" and flags["-n"] == namesrvs, (command, argv)
+            assert flags["-t"] == alert.topic, (command, argv)
+            assert ("-c" in flags) != ("-b" in flags), (command, argv)
+            if "-r" in flags:
+                assert flags["-r"] == flags["-w"] and flags["-r"].isdigit(), (command, argv)
+
+
+def test_the_scenarios_give_every_remedy_that_holds_a_command() -> None:
+    kinds = {
+        a.kind
+        for name in SCENARIOS
+        for a in run_stream(arrivals(name, seed=0), lateness_ms=2000).final_alerts()
+        if COMMAND.search(a.remedy or "")
+    }
+    assert kinds == {"PARTIAL_COVERAGE", "AT_RISK", "QUEUE_SKEW", "NO_ROUTE_INFO", "SEND_REJECTED"}
