@@ -13,9 +13,16 @@ from typing import Any, Final
 from routewatch.events import CONTRACT_VERSION
 from routewatch.wire import WireField, wire_fields
 
-__all__ = ["BAD_INPUT_REASONS", "BadInput", "validate"]
+__all__ = ["BAD_INPUT_REASONS", "LINE_REASONS", "READ_REASONS", "BadInput", "validate"]
 
-BAD_INPUT_REASONS: Final = (
+READ_REASONS: Final = (
+    "not_utf8",  # the read stage's: a line whose bytes are not UTF-8
+    "corrupt_file",  # the spool's: a compressed file that does not decompress to its end
+)
+"""Bad input found in reading, before a line is validated (``streaming.stages.read``,
+``streaming.sources.spool``)."""
+
+LINE_REASONS: Final = (
     "not_json",
     "not_object",
     "unknown_version",
@@ -24,6 +31,9 @@ BAD_INPUT_REASONS: Final = (
     "wrong_type",
     "bad_value",
 )
+"""Why a line's text is not a contract event (:func:`validate`)."""
+
+BAD_INPUT_REASONS: Final = READ_REASONS + LINE_REASONS
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _EXPECTED = {

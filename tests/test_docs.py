@@ -16,7 +16,7 @@ from emitter.collect.settings import CollectSettings
 from emitter.settings import EmitterSettings
 from routewatch.events import EVENT_CLASSES
 from routewatch.settings import ENV_PREFIX, Settings
-from routewatch.validation import BAD_INPUT_REASONS
+from routewatch.validation import BAD_INPUT_REASONS, LINE_REASONS, READ_REASONS
 from routewatch.wire import WireField, wire_fields
 from streaming.settings import StreamingSettings
 from streaming.stages.read import validate_batches
@@ -129,7 +129,25 @@ def test_every_contract_example_reads_as_an_event_of_its_type() -> None:
 
 def test_every_bad_input_example_gives_its_reason_and_detail() -> None:
     section = CONTRACT.read_text().split("## Bad input", 1)[1].split("\n## ", 1)[0]
+    section = section.split("Two more reasons come from reading", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| `(.+?)` \| `(.+)` \|$", section, flags=re.M)
-    assert [reason for reason, _, _ in rows] == list(BAD_INPUT_REASONS)
+    assert [reason for reason, _, _ in rows] == list(LINE_REASONS)
     read = _read([line for _, line, _ in rows])
     assert list(zip(read["reason"], read["detail"], strict=True)) == [(r, d) for r, _, d in rows]
+
+
+def test_every_reading_reason_is_documented_and_a_line_not_utf8_gives_its_detail() -> None:
+    section = CONTRACT.read_text().split("## Bad input", 1)[1].split("\n## ", 1)[0]
+    table = section.split("Two more reasons come from reading", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \| (.+?) \| `(.+)` \|$", table, flags=re.M)
+    assert [reason for reason, _, _ in rows] == list(READ_REASONS)
+    example = re.match(r"`(.+?)` in `(.+?)`", rows[0][1])
+    assert example is not None
+    line = example[1].encode().decode("unicode_escape").encode("latin-1")
+    batch = pa.RecordBatch.from_pydict(
+        {"value": [line], "origin": [f"0|file://{example[2]}|0"]},
+        schema=pa.schema([("value", pa.binary()), ("origin", pa.string())]),
+    )
+    (out,) = validate_batches(iter([batch]))
+    assert (out.column("reason")[0].as_py(), out.column("detail")[0].as_py()) == rows[0][::2]
+    assert set(BAD_INPUT_REASONS) == set(READ_REASONS) | set(LINE_REASONS)

@@ -6,11 +6,13 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from pyspark.sql import DataFrame
 
-from routewatch.changes import ChangeRow
+from routewatch.changes import ChangeRow, encode_bad
 from routewatch.store import Store, StoreUnavailableError, open_store
+from streaming.sources.spool import corrupt_files
 
 __all__ = ["job_name", "store_writer"]
 
@@ -26,18 +28,27 @@ PRUNE_EVERY_BATCHES = 500
 
 
 def store_writer(
-    store_url: str, job: str, retention_ms: int, retry_for_s: float = 600.0
+    store_url: str,
+    job: str,
+    retention_ms: int,
+    retry_for_s: float = 600.0,
+    source_log: Path | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function writing change rows in one transaction per batch.
 
     A batch the store already has (replayed after a restart) is skipped. While the store is
     unavailable, the write is retried for up to ``retry_for_s`` seconds before the job fails.
-    Every ``PRUNE_EVERY_BATCHES`` batches, rows older than ``retention_ms`` are pruned.
+    Every ``PRUNE_EVERY_BATCHES`` batches, rows older than ``retention_ms`` are pruned. With
+    the spool's ``source_log`` (``<checkpoint>/sources/0``), the batch's compressed files that
+    Spark could not read to their end are quarantined in the same transaction
+    (:func:`streaming.sources.spool.corrupt_files`).
     """
     store: list[Store] = []
 
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = [ChangeRow._make(r) for r in batch.collect()]
+        if source_log is not None:
+            rows += [encode_bad(None, bad) for bad in corrupt_files(source_log, batch_id)]
         deadline = time.monotonic() + retry_for_s
         delay = 0.2
         while True:

@@ -90,7 +90,14 @@ def start_stream(
     listener = progress_log(spark)
     query = (
         output.writeStream.queryName(f"routewatch_{source}")
-        .foreachBatch(store_writer(settings.store_url, job, settings.retention_ms))
+        .foreachBatch(
+            store_writer(
+                settings.store_url,
+                job,
+                settings.retention_ms,
+                source_log=checkpoint / "sources" / "0" if source == "spool" else None,
+            )
+        )
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
         .start()

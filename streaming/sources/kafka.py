@@ -40,13 +40,16 @@ def connector_conf(settings: StreamingSettings) -> dict[str, str]:
 
 
 def kafka_lines(records: DataFrame) -> DataFrame:
-    """Records of the Kafka source -> ``(value, origin)``; origin is the partition and offset."""
+    """Records of the Kafka source -> ``(value, origin)``: the value's bytes, and its origin,
+    the partition and offset."""
     origin = F.concat_ws(
         "|",
         F.lpad(F.col("partition").cast("string"), 6, "0"),
         F.lpad(F.col("offset").cast("string"), 20, "0"),
     )
-    return records.select(F.col("value").cast("string").alias("value"), origin.alias("origin"))
+    # the value's bytes as they are: the read stage decodes them, and input that is not UTF-8
+    # is bad input like any other
+    return records.select(F.col("value").alias("value"), origin.alias("origin"))
 
 
 def kafka_records(spark: SparkSession, settings: StreamingSettings) -> DataFrame:

@@ -1,9 +1,9 @@
 """Stage 1, read events: validate each line against the contract and give it its arrival order.
 
-Input: one row per line with ``value`` (the raw text) and ``origin`` (where the line came from,
-sortable: a file's modification time, path and block, or a Kafka partition and offset). The
-lines of one origin reach a partition in order, so numbering them there gives each line an
-``arrival`` key that sorts in the order the lines arrived, whatever shuffles come later.
+Input: one row per line with ``value`` (its bytes, or its text) and ``origin`` (where the line
+came from, sortable: a file's modification time, path and block, or a Kafka partition and
+offset). The lines of one origin reach a partition in order, so numbering them there gives each
+line an ``arrival`` key that sorts in the order the lines arrived, whatever shuffles come later.
 
 Validation is the contract's own (``routewatch.validation``), run in Python over Arrow batches,
 so the Spark job and every other reader agree on what is bad input and why.
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -65,10 +67,10 @@ def validate_batches(
         origins = batch.column("origin").to_pylist()
         cols: dict[str, list[object]] = {name: [] for name in _ARROW_SCHEMA.names}
         for value, origin in zip(values, origins, strict=True):
-            cols["value"].append(value)
             arrival = f"{origin}|{row:012d}"
             row += 1
-            obj = parse(value)
+            text, obj = _decode(value, origin)
+            cols["value"].append(text)
             if isinstance(obj, BadInput):
                 cols["arrival"].append(f"{0:015d}|{arrival}" if by_event_time else arrival)
                 _bad(cols, obj)
@@ -82,6 +84,34 @@ def validate_batches(
             cols["reason"].append(None)
             cols["detail"].append(None)
         yield pa.RecordBatch.from_pydict(cols, schema=_ARROW_SCHEMA)
+
+
+def _decode(value: bytes | str, origin: str) -> tuple[str, dict[str, Any] | BadInput]:
+    """A line's text and the event it holds, or why it is not one: input that is not UTF-8
+    is bad input (``not_utf8``, naming where it came from), its text kept with each bad byte
+    written as a backslash escape."""
+    if isinstance(value, str):
+        return value, parse(value)
+    try:
+        text = value.decode()
+    except UnicodeDecodeError as exc:
+        where = _where(origin)
+        return value.decode("utf-8", "backslashreplace"), BadInput(
+            "not_utf8",
+            f"the input is not UTF-8 (byte 0x{value[exc.start]:02x} at position {exc.start} "
+            f"is not valid there){where}",
+        )
+    return text, parse(text)
+
+
+def _where(origin: str) -> str:
+    """Where a line came from, for a sentence: its file, or its Kafka partition and offset."""
+    parts = origin.split("|")
+    if len(parts) == 3:
+        return f", in {unquote(urlparse(parts[1]).path) or parts[1]}"
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return f", at Kafka partition {int(parts[0])}, offset {int(parts[1])}"
+    return ""
 
 
 def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
