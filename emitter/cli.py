@@ -76,6 +76,10 @@ def _run(args: argparse.Namespace) -> int:
         count = writer.count
     else:
         spec_args: dict[str, Any] = {name: getattr(args, name) for name in FleetSpec.OPTIONS}
+        for name, value in spec_args.items():
+            if value < 1:
+                option = f"--{name.replace('_', '-')}"
+                raise RoutewatchError(f"{option} must be at least 1, got {value}.")
         spec = FleetSpec(seed=args.seed, **spec_args)
         with TraceWriter(args.out) as writer:
             generate_fleet(spec, writer.write_line)

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from routewatch.settings import Settings
 
 __all__ = ["StreamingSettings", "under_spark_submit"]
+
+# the masters Spark 4 accepts: local, local[N], local[*], local[N,F], local-cluster[N,C,M],
+# spark://host:port[,host:port], yarn, k8s://...
+_MASTER = re.compile(
+    r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+    r"|spark://[^\s/:,]+:\d+(,[^\s/:,]+:\d+)*|yarn|k8s://\S+"
+)
 
 
 def under_spark_submit() -> bool:
@@ -35,7 +43,21 @@ class StreamingSettings(Settings):
     trigger_interval_s: float = Field(
         default=1.0, gt=0, description="Micro-batch trigger interval of the long-running job."
     )
-    spark_master: str = Field(default="local[2]", description="Spark master URL.")
+    spark_master: str = Field(
+        default="local[2]",
+        description="Spark master URL: local[N], spark://host:port, yarn or k8s://https://host.",
+    )
+
+    @field_validator("spark_master")
+    @classmethod
+    def _check_master(cls, value: str) -> str:
+        if not _MASTER.fullmatch(value):
+            raise ValueError(
+                f"ROUTEWATCH_SPARK_MASTER is {value!r}, which is not a Spark master URL: use "
+                "local[N], spark://host:port, yarn or k8s://https://host:port"
+            )
+        return value
+
     spark_packages: str = Field(
         default="",
         description="Maven coordinates Spark fetches at start (spark.jars.packages), comma "

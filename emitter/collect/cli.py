@@ -62,9 +62,14 @@ def namesrv_list(text: str) -> list[str]:
         )
     for addr in addrs:
         host, _, port = addr.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not host or not port.isdigit():
             raise RoutewatchError(
                 f"'{addr}' is not a NameServer address: write each as host:port, separated by ';'."
+            )
+        if not 0 < int(port) < 65536:
+            raise RoutewatchError(
+                f"'{addr}' is not a NameServer address: its port {port} is out of range "
+                "(1 to 65535)."
             )
     if len(set(addrs)) != len(addrs):
         raise RoutewatchError(f"--namesrv names a NameServer twice ({text}): name each once.")

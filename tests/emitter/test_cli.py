@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
@@ -114,3 +115,14 @@ def test_expected_prints_the_alerts_a_correct_monitor_ends_with() -> None:
             "cluster": "DefaultCluster",
         },
     ]
+
+
+@pytest.mark.parametrize(("option", "value"), [("--duration", "-5"), ("--topics", "0")])
+def test_a_fleet_option_below_one_is_one_clear_sentence(
+    option: str, value: str, tmp_path: Path
+) -> None:
+    result = _routewatch("simulate", "--fleet", option, value, "--out", str(tmp_path / "t.jsonl"))
+
+    assert result.returncode == 2
+    assert result.stderr == f"routewatch: {option} must be at least 1, got {value}.\n"
+    assert not (tmp_path / "t.jsonl").exists()

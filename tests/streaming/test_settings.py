@@ -47,3 +47,24 @@ def test_the_driver_heap_is_spark_s_default_unless_set_and_spark_submit_s_under_
     monkeypatch.setenv("ROUTEWATCH_SPARK_DRIVER_MEMORY", "lots")
     with pytest.raises(RoutewatchError, match="SPARK_DRIVER_MEMORY"):
         load(StreamingSettings)
+
+
+@pytest.mark.parametrize(
+    "master",
+    ["local", "local[*]", "local[4,2]", "spark://a:7077,b:7077", "yarn", "k8s://https://h"],
+)
+def test_a_spark_master_url_is_taken(master: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUTEWATCH_SPARK_MASTER", master)
+    assert load(StreamingSettings).spark_master == master
+
+
+@pytest.mark.parametrize("master", ["bogus", "local[", "spark://a", "local[2] "])
+def test_a_spark_master_that_is_no_url_is_one_sentence(
+    master: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROUTEWATCH_SPARK_MASTER", master)
+    with pytest.raises(RoutewatchError) as raised:
+        load(StreamingSettings)
+    message = str(raised.value)
+    assert message.startswith("ROUTEWATCH_SPARK_MASTER") and message.count("\n") == 0
+    assert message.endswith("fix the environment and start again.")

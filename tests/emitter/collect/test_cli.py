@@ -23,7 +23,7 @@ def test_a_namesrv_list_as_clients_write_it() -> None:
     [
         ("", "no NameServer to watch: give --namesrv"),
         ("10.0.0.1", "'10.0.0.1' is not a NameServer address: write each as host:port"),
-        ("10.0.0.1:99999", "'10.0.0.1:99999' is not a NameServer address"),
+        ("10.0.0.1:99999", "'10.0.0.1:99999' .* its port 99999 is out of range \\(1 to 65535\\)"),
         ("a:1;a:1", "names a NameServer twice"),
     ],
 )
