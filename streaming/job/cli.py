@@ -19,15 +19,25 @@ def register_evaluate(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser = subparsers.add_parser(
         "evaluate",
         help="run the pipeline over traces and print the alerts each ends with",
-        description="Run the streaming pipeline to completion over each trace separately (one "
-        "Spark session for all) and print the alerts each trace ends with, open and resolved.",
+        description="Run the streaming pipeline to completion over each trace separately (the "
+        "default; one Spark session for all), or over all of them as one stream "
+        "(--one-stream), and print the alerts each ends with, open and resolved, and how many "
+        "of its lines were events and how many bad input. Fails (status 2) when a trace holds "
+        "no event at all.",
     )
     parser.add_argument(
         "traces",
         nargs="+",
         type=Path,
         metavar="TRACE",
-        help="JSON-lines trace (.jsonl or .jsonl.gz)",
+        help="JSON-lines trace (.jsonl or .jsonl.gz); with --one-stream also a directory",
+    )
+    parser.add_argument(
+        "--one-stream",
+        action="store_true",
+        help="read every TRACE as one stream, in the order the job reads a spool (by "
+        "modification time, then path), e.g. the files of a spool directory; the result is "
+        "named 'stream' (default: each trace on its own)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object: trace path -> list of alerts"
@@ -54,28 +64,42 @@ def register_stream(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 def _evaluate(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
-    from streaming.job.evaluate import check_readable, evaluate_traces
+    from streaming.job.evaluate import check_readable, evaluate_runs
     from streaming.spark.session import spark_session, stop_session
 
     for path in args.traces:
-        check_readable(path)  # before starting Spark
+        if not (args.one_stream and path.is_dir()):
+            check_readable(path)  # before starting Spark
 
     spark = spark_session(settings.session_master(), "routewatch-evaluate", settings.spark_conf())
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        results = evaluate_traces(spark, list(args.traces), settings)
+        results = evaluate_runs(spark, list(args.traces), settings, args.one_stream)
     finally:
         stop_session(spark)
     if args.json:
-        sys.stdout.write(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return 0
-    for path, alerts in results.items():
-        print(f"{path}: {len(alerts)} alert(s)")
-        for a in alerts:
-            where = a["topic"] or f"{a['broker']}/{a['broker_id']}"
-            cause = f" cause={a['cause']}" if a["cause"] else ""
-            print(f"  {a['state']:8s} {a['severity']:8s} {a['kind']:18s} {where}{cause}")
-    return 0
+        alerts = {name: run.alerts for name, run in results.items()}
+        sys.stdout.write(orjson.dumps(alerts, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        for name, run in results.items():
+            print(f"{name}: {len(run.alerts)} alert(s), from {run.summary()}")
+            for a in run.alerts:
+                where = a["topic"] or f"{a['broker']}/{a['broker_id']}"
+                cause = f" cause={a['cause']}" if a["cause"] else ""
+                print(f"  {a['state']:8s} {a['severity']:8s} {a['kind']:18s} {where}{cause}")
+    empty = [name for name, run in results.items() if not run.events]
+    for name in empty:
+        print(
+            f"routewatch: {name} holds no event ({run_words(results[name].summary())}): is it "
+            "a trace of the event contract?",
+            file=sys.stderr,
+        )
+    return 2 if empty else 0
+
+
+def run_words(summary: str) -> str:
+    """``0 event(s), 3 line(s) of bad input (...)`` without its first clause."""
+    return summary.split(", ", 1)[1] if ", " in summary else "no line at all"
 
 
 # py4j logs at INFO every call the JVM makes into Python ("Received command c on object id p0":

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from routewatch.changes import BadLine
 from streaming.settings import StreamingSettings
 
-__all__ = ["corrupt_files", "file_lines", "spool_lines"]
+__all__ = ["compression_damage", "corrupt_files", "file_lines", "spool_lines"]
 
 # the compressed formats whose files are checked to their end (Python reads these two; Spark
 # also reads .deflate, .lz4, .snappy and .zst, which are not checked: docs/operations.md)
@@ -60,26 +60,38 @@ def corrupt_files(source_log: Path, batch_id: int) -> list[BadLine]:
     quarantine line: reason ``corrupt_file``, the path as its raw text."""
     bad = []
     for path in _batch_files(source_log, batch_id):
-        opener = _OPENERS.get(path.suffix)
-        if opener is None:
-            continue
         try:
-            with opener(path, "rb") as f:
-                while f.read(1 << 20):
-                    pass
+            damage = compression_damage(path)
         except FileNotFoundError:
             continue  # removed since (by the operator): nothing of it is known
-        except (EOFError, OSError, zlib.error) as exc:
+        if damage is not None:
             bad.append(
                 BadLine(
                     "corrupt_file",
-                    f"{path} is not a whole {path.suffix[1:]} file ({exc}): the lines before "
+                    f"{path} is not a whole {path.suffix[1:]} file ({damage}): the lines before "
                     "the damage were read, the rest of the file was skipped; replace the file "
                     "under a new name to have it read again.",
                     str(path),
                 )
             )
     return bad
+
+
+def compression_damage(path: Path) -> str | None:
+    """Why the compressed file ``path`` (``.gz``, ``.bz2``) does not decompress to its end, or
+    None when it does or is not one of those. ``FileNotFoundError`` when it is gone."""
+    opener = _OPENERS.get(path.suffix)
+    if opener is None:
+        return None
+    try:
+        with opener(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    except FileNotFoundError:
+        raise
+    except (EOFError, OSError, zlib.error) as exc:
+        return str(exc)
+    return None
 
 
 def _batch_files(source_log: Path, batch_id: int) -> list[Path]:

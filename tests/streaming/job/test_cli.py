@@ -119,3 +119,64 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
     assert "Received command" not in text and "py4j." not in text
     # stopped in the order Spark expects: no state-store maintenance after the session
     assert "SparkEnv not active" not in text
+
+
+def _evaluate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", "evaluate", *args],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        check=False,
+        timeout=600,
+    )
+
+
+def test_evaluate_fails_on_a_trace_with_no_event_and_says_what_it_read(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b"hello\n\xff\xfe\x00\n{}\n")
+
+    result = _evaluate(tmp_path, str(garbage))
+
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stdout.splitlines()[0] == (
+        f"{garbage}: 0 alert(s), from 0 event(s), 3 line(s) of bad input "
+        "(missing_field 1, not_json 1, not_utf8 1)"
+    )
+    # (after Spark's own start-up lines)
+    assert result.stderr.splitlines()[-1] == (
+        f"routewatch: {garbage} holds no event (3 line(s) of bad input (missing_field 1, "
+        "not_json 1, not_utf8 1)): is it a trace of the event contract?"
+    )
+
+
+def test_evaluate_refuses_a_truncated_gzip_in_one_sentence_before_spark(tmp_path: Path) -> None:
+    trace = tmp_path / "cut.jsonl.gz"
+    write_trace(SCENARIOS["broker-dies"].run(seed=1), trace)
+    trace.write_bytes(trace.read_bytes()[:200])
+
+    result = _evaluate(tmp_path, str(trace))
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"routewatch: the trace {trace} is not a whole gz file (")
+    assert result.stderr.endswith("): copy it again, or give it uncompressed.\n")
+    assert result.stderr.count("\n") == 1
+
+
+def test_evaluate_reads_a_spool_as_one_stream(tmp_path: Path) -> None:
+    # one trace written as a spool is, in three files: alone, each misses the others' events
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    events = SCENARIOS["broker-dies"].run(seed=1)
+    third = len(events) // 3
+    for i, part in enumerate((events[:third], events[third : 2 * third], events[2 * third :])):
+        path = spool / f"part-{2 - i}.jsonl"  # names in the reverse order: time decides
+        write_trace(part, path)
+        os.utime(path, ns=(1_000_000_000 * (i + 1),) * 2)
+
+    result = _evaluate(tmp_path, "--one-stream", str(spool), "--json")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = orjson.loads(result.stdout)
+    assert list(out) == ["stream"]
+    assert sorted(shape(a) for a in out["stream"]) == expected("broker-dies")
