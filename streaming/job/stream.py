@@ -6,6 +6,7 @@ from __future__ import annotations
 import faulthandler
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -22,7 +23,7 @@ from streaming.job.progress import progress_log
 from streaming.job.sink import job_name, store_writer
 from streaming.pipeline import changes
 from streaming.settings import StreamingSettings, under_spark_submit
-from streaming.sources.kafka import connector_conf, kafka_lines, kafka_records
+from streaming.sources.kafka import check_reachable, connector_conf, kafka_lines, kafka_records
 from streaming.sources.spool import spool_lines
 from streaming.spark.session import set_log_level, spark_session, stop_session
 
@@ -144,8 +145,27 @@ def exit_unless_stopped_within(deadline_s: float) -> threading.Timer:
     return timer
 
 
+_PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*$")
+_JAVA_CAUSE = re.compile(r"^\s*Caused by: (.+)$")
+
+
+def root_cause(text: str) -> str:
+    """The innermost cause in a failed query's message: the last Python exception line of a
+    traceback in it, else the last Java ``Caused by:``, else its first line (a query's
+    message nests Spark's wrapper errors around the cause, which comes last)."""
+    lines = text.splitlines()
+    for pattern in (_PY_ERROR, _JAVA_CAUSE):
+        found = [m for line in lines if (m := pattern.match(line.strip()))]
+        if found:
+            last = found[-1]
+            return (last.group(1) if pattern is _JAVA_CAUSE else last.group(0)).strip()
+    return lines[0].strip() if lines else ""
+
+
 def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
+    if source == "kafka":
+        check_reachable(settings.kafka_bootstrap)
     conf = settings.spark_conf()
     if source == "kafka" and not under_spark_submit():
         conf.update(connector_conf(settings))
@@ -170,10 +190,13 @@ def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
                 _stop_between_batches(query)
                 break
     except Exception as exc:  # the query failed, or did not stop in time: say so in one line
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        cause = root_cause(str(exc)) or type(exc).__name__
         if not stopping:
-            raise RoutewatchError(f"the stream job failed: {first}") from None
-        log.warning("the query did not stop cleanly (%s); the next start resumes it", first)
+            raise RoutewatchError(
+                f"the stream job failed: {cause} (the job's log above has the whole trace; "
+                "the next start resumes from the checkpoint)."
+            ) from None
+        log.warning("the query did not stop cleanly (%s); the next start resumes it", cause)
     finally:
         stop_session(spark)
     return 0

@@ -11,6 +11,8 @@ checkpoint: a restart resumes each partition where the last committed batch ende
 
 from __future__ import annotations
 
+import socket
+
 import pyspark
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -69,3 +71,24 @@ def kafka_records(spark: SparkSession, settings: StreamingSettings) -> DataFrame
             f"the jars of {connector_coordinate()} (or ROUTEWATCH_SPARK_PACKAGES to it), or pass "
             "it to spark-submit with --packages (docs/operations.md, Reading Kafka)."
         ) from None
+
+
+def check_reachable(bootstrap: str, timeout_s: float = 5.0) -> None:
+    """Fail in one sentence, before Spark starts, when no broker of ``bootstrap`` accepts a
+    connection (Spark's Kafka source would fail the query later with a long stack trace)."""
+    problems = []
+    for server in [s.strip() for s in bootstrap.split(",") if s.strip()]:
+        host, _, port = server.rpartition(":")
+        if not host or not port.isdigit():
+            problems.append(f"{server} is not host:port")
+            continue
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            problems.append(f"{server}: {exc.strerror or exc}")
+    raise RoutewatchError(
+        f"Kafka does not answer at ROUTEWATCH_KAFKA_BOOTSTRAP={bootstrap} "
+        f"({'; '.join(problems) or 'no server named'}): start Kafka, or point the setting at "
+        "brokers that run."
+    )

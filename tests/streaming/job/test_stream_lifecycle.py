@@ -3,6 +3,7 @@ records each report, a batch's or Spark's idle one, for /readyz."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,10 @@ from api import ApiSettings, create_app
 from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
-from routewatch.testing.processes import wait_for
+from routewatch.testing.processes import free_port, wait_for
 from streaming.job.progress import left_input_unread, progress_log
 from streaming.job.sink import job_name
-from streaming.job.stream import start_stream
+from streaming.job.stream import root_cause, start_stream
 from streaming.settings import StreamingSettings
 from tests.support.stores import batches
 from tests.support.traces import write_trace
@@ -164,3 +165,53 @@ def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_pa
     # stopped: no more reports, and after the bound the job is not ready
     wait_for(lambda: api.get("/readyz").status_code == 503, 30, "/readyz failing once it stopped")
     assert "has reported no progress for" in api.get("/readyz").json()["checks"]["stream_job"]
+
+
+def test_stream_from_a_kafka_that_does_not_answer_is_one_sentence(tmp_path: Path) -> None:
+    # said before Spark starts: no stack trace, and quickly
+    port = free_port()
+    env = {
+        **os.environ,
+        "ROUTEWATCH_DATA_DIR": str(tmp_path),
+        "ROUTEWATCH_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", "stream", "--source", "kafka"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"routewatch: Kafka does not answer at ROUTEWATCH_KAFKA_BOOTSTRAP=127.0.0.1:{port} "
+        f"(127.0.0.1:{port}: Connection refused): start Kafka, or point the setting at brokers "
+        "that run.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "cause"),
+    [
+        (
+            "[STREAM_FAILED] Query [id = 1] terminated with exception: [FOREACH_BATCH_USER_"
+            "FUNCTION_ERROR] An error occurred. Return Message: Traceback (most recent call "
+            "last):\n  File \"x.py\", line 1, in f\n    g()\nUnicodeDecodeError: 'utf-8' codec "
+            "can't decode byte 0xff in position 0: invalid start byte\n\n\tat org.apache...",
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid "
+            "start byte",
+        ),
+        (
+            "[STREAM_FAILED] Query terminated with exception: Job aborted.\n"
+            "Caused by: org.apache.spark.SparkException: stage failed\n\tat x\n"
+            "Caused by: org.apache.kafka.common.errors.TimeoutException: Timed out waiting for "
+            "a node assignment. Call: describeTopics\n\tat y",
+            "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node "
+            "assignment. Call: describeTopics",
+        ),
+        ("[STREAM_FAILED] something plain", "[STREAM_FAILED] something plain"),
+    ],
+)
+def test_a_failed_querys_message_is_cut_to_its_root_cause(message: str, cause: str) -> None:
+    assert root_cause(message) == cause
