@@ -62,13 +62,24 @@ def _speed(text: str) -> float | None:
 
 def _count_lines(paths: list[Path]) -> int:
     import gzip
+    import zlib
 
     total = 0
     for path in paths:
         opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                total += chunk.count(b"\n")
+        lines = 0
+        try:
+            with opener(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    lines += chunk.count(b"\n")
+        except (EOFError, OSError, zlib.error) as exc:  # (a missing file fails later, named)
+            if isinstance(exc, FileNotFoundError | PermissionError):
+                continue
+            raise RoutewatchError(
+                f"the trace {path} is not a whole gzip file ({exc}) after line {lines}: copy "
+                "it again, or give it uncompressed."
+            ) from None
+        total += lines
     return total
 
 

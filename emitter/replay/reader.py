@@ -11,6 +11,7 @@ import gzip
 import multiprocessing
 import multiprocessing.connection
 import signal
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,7 @@ def read_traces(
         _open(path).close()  # every file must be readable before the first event goes out
     for path in paths:
         with _open(path) as f:
-            for line_no, line in enumerate(f, start=1):
+            for line_no, line in _numbered(path, f):
                 raw = line.rstrip(b"\r\n")
                 if not raw.strip():
                     continue
@@ -84,6 +85,20 @@ def read_traces(
                     obj["ts"] += shift
                     raw = orjson.dumps(obj)
                 yield TraceLine(raw, obj["ts"], kafka_key(obj), path, line_no)
+
+
+def _numbered(path: Path, f: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """The lines of an open trace, numbered; a gzip file that does not decompress to its end
+    stops with one sentence after its readable lines (no stack trace)."""
+    line_no = 0
+    try:
+        for line_no, line in enumerate(f, start=1):
+            yield line_no, line
+    except (EOFError, OSError, zlib.error) as exc:
+        raise RoutewatchError(
+            f"the trace {path} is not a whole gzip file ({exc}) after line {line_no}: copy it "
+            "again, or give it uncompressed."
+        ) from None
 
 
 _CHUNK = 2_000

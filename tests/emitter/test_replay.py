@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import signal
@@ -208,3 +209,21 @@ def test_a_bad_line_names_the_file_and_line_or_is_skipped_and_counted(tmp_path: 
     assert skipped.returncode == 0
     assert skipped.stdout.splitlines() == good
     assert f"skipped 2 invalid line(s), the first: {path}, line 2" in skipped.stderr.decode()
+
+
+def test_a_trace_that_is_not_a_whole_gzip_is_one_sentence(tmp_path: Path) -> None:
+    # a copy cut off, or no gzip at all: one sentence, no stack trace
+    cut = tmp_path / "cut.jsonl.gz"
+    with gzip.open(cut, "wb") as f:
+        f.write(b"".join(line + b"\n" for line in _expected()) * 50)
+    cut.write_bytes(cut.read_bytes()[:2_000])
+    fake = tmp_path / "fake.jsonl.gz"
+    fake.write_bytes(b"not gzip")
+
+    for path, after in ((cut, "after line "), (fake, "(Not a gzipped file (b'no')) after line 0")):
+        result = _replay(str(path), "--to", "stdout", "--speed", "max", "--quiet")
+        assert result.returncode == 2
+        message = result.stderr.decode()
+        assert message.startswith(f"routewatch: the trace {path} is not a whole gzip file (")
+        assert after in message and message.endswith(": copy it again, or give it uncompressed.\n")
+        assert message.count("\n") == 1
