@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +44,21 @@ def test_api_serves_on_the_given_port_and_stops_on_sigterm(tmp_path: Path) -> No
         assert proc.wait(30) in (0, -signal.SIGTERM)
     assert proc.stdout is not None
     assert "Finished server process" in proc.stdout.read().decode()
+
+
+def test_a_port_in_use_is_one_sentence_and_status_2(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "routewatch.cli", "api", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path)},
+            check=False,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"routewatch: cannot listen on 127.0.0.1:{port} (Address already in use): stop what "
+        "uses it, or give another port with --port or ROUTEWATCH_API_PORT.\n"
+    )
