@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from routewatch.cli import plain_text
 from routewatch.errors import RoutewatchError
+from routewatch.listen import check_can_listen
 from routewatch.settings import Settings, load
 from routewatch.store import StoreUnavailableError, open_store
 
@@ -197,6 +198,11 @@ def _run(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
     settings = load(Settings)
     root = settings.data_dir / "demo"
+    # before anything is emptied or started: a port in use (another demo's API, say) would
+    # answer /healthz for this one, and another demo's directory is this one's
+    check_can_listen(
+        "127.0.0.1", args.port, "is another demo running? Stop it, or pick a free port with --port"
+    )
     _fresh(root)
     # embedded defaults: none of the caller's ROUTEWATCH_* settings (a production store, Spark
     # master or Kafka) reaches the demo's processes
