@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from routewatch.settings import Settings
 
@@ -58,6 +59,16 @@ class StreamingSettings(Settings):
             )
         return value
 
+    @model_validator(mode="after")
+    def _archive_outside_the_spool(self) -> StreamingSettings:
+        archive = self.spool_archive_dir
+        if archive is not None and archive.resolve().is_relative_to(self.spool_dir.resolve()):
+            raise ValueError(
+                f"ROUTEWATCH_SPOOL_ARCHIVE_DIR ({archive}) is inside the spool "
+                f"({self.spool_dir}), whose files the job reads: put it elsewhere"
+            )
+        return self
+
     spark_packages: str = Field(
         default="",
         description="Maven coordinates Spark fetches at start (spark.jars.packages), comma "
@@ -85,6 +96,18 @@ class StreamingSettings(Settings):
         gt=0,
         description="How long resolved alerts, the alert log, closed route intervals and "
         "quarantined input are kept; counters are kept for ever.",
+    )
+    spool_retention_hours: float = Field(
+        default=24.0,
+        ge=0,
+        description="How long the job keeps a spool file it has read and committed before it "
+        "removes it (or moves it to ROUTEWATCH_SPOOL_ARCHIVE_DIR), counted from the file's "
+        "modification time; 0 keeps every file for ever.",
+    )
+    spool_archive_dir: Path | None = Field(
+        default=None,
+        description="Where read spool files go once past ROUTEWATCH_SPOOL_RETENTION_HOURS, "
+        "instead of being deleted (not inside the spool directory).",
     )
     max_files_per_trigger: int | None = Field(
         default=None, gt=0, description="Cap on spool files per micro-batch (none by default)."
@@ -129,6 +152,11 @@ class StreamingSettings(Settings):
     @property
     def retention_ms(self) -> int:
         return round(self.retention_days * 86_400_000)
+
+    @property
+    def spool_keep_ms(self) -> int | None:
+        """How long read spool files are kept (None: for ever)."""
+        return round(self.spool_retention_hours * 3_600_000) or None
 
     @property
     def dedupe_horizon_ms(self) -> int:

@@ -97,6 +97,8 @@ def start_stream(
                 job,
                 settings.retention_ms,
                 source_log=checkpoint / "sources" / "0" if source == "spool" else None,
+                spool_keep_ms=settings.spool_keep_ms,
+                spool_archive=settings.spool_archive_dir,
             )
         )
         .option("checkpointLocation", str(checkpoint))

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from routewatch.changes import BadLine
 from streaming.settings import StreamingSettings
 
-__all__ = ["compression_damage", "corrupt_files", "file_lines", "spool_lines"]
+__all__ = ["compression_damage", "corrupt_files", "file_lines", "remove_read_files", "spool_lines"]
 
 # the compressed formats whose files are checked to their end (Python reads these two; Spark
 # also reads .deflate, .lz4, .snappy and .zst, which are not checked: docs/operations.md)
@@ -92,6 +92,50 @@ def compression_damage(path: Path) -> str | None:
     except (EOFError, OSError, zlib.error) as exc:
         return str(exc)
     return None
+
+
+def remove_read_files(
+    source_log: Path, before_batch: int, older_than_ms: int, archive: Path | None = None
+) -> int:
+    """Remove (or move into ``archive``) the spool files that the batches before
+    ``before_batch`` took — committed, so never read again by this checkpoint — and whose
+    modification time is before ``older_than_ms`` (epoch ms); how many. A file already gone
+    is skipped."""
+    removed = 0
+    for path, modified in _committed_files(source_log, before_batch):
+        if modified >= older_than_ms:
+            continue
+        try:
+            if archive is None:
+                path.unlink()
+            else:
+                archive.mkdir(parents=True, exist_ok=True)
+                path.rename(archive / path.name)
+        except FileNotFoundError:
+            continue
+        removed += 1
+    return removed
+
+
+def _committed_files(source_log: Path, before_batch: int) -> list[tuple[Path, int]]:
+    """``(path, modification time)`` of every file the log lists for a batch before
+    ``before_batch``: the newest compacted log before it (every batch up to its own), then the
+    batches' own logs after that one."""
+    logs = {}
+    for log in source_log.glob("*"):
+        name = log.name.removesuffix(".compact")
+        if name.isdigit() and int(name) < before_batch:
+            logs[int(name)] = log
+    compacted = [b for b, log in logs.items() if log.name.endswith(".compact")]
+    start = max(compacted, default=-1)
+    out = []
+    for batch in sorted(b for b in logs if b >= start):
+        for line in logs[batch].read_bytes().splitlines()[1:]:
+            if line:
+                entry = orjson.loads(line)
+                if entry.get("batchId", batch) < before_batch:
+                    out.append((Path(unquote(urlparse(entry["path"]).path)), entry["timestamp"]))
+    return out
 
 
 def _batch_files(source_log: Path, batch_id: int) -> list[Path]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from routewatch.errors import RoutewatchError
@@ -68,3 +70,19 @@ def test_a_spark_master_that_is_no_url_is_one_sentence(
     message = str(raised.value)
     assert message.startswith("ROUTEWATCH_SPARK_MASTER") and message.count("\n") == 0
     assert message.endswith("fix the environment and start again.")
+
+
+def test_a_spool_archive_inside_the_spool_is_one_sentence(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ROUTEWATCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ROUTEWATCH_SPOOL_ARCHIVE_DIR", str(tmp_path / "spool" / "done"))
+    with pytest.raises(RoutewatchError) as raised:
+        load(StreamingSettings)
+    assert str(raised.value) == (
+        f"ROUTEWATCH_SPOOL_ARCHIVE_DIR ({tmp_path / 'spool' / 'done'}) is inside the spool "
+        f"({tmp_path / 'spool'}), whose files the job reads: put it elsewhere; fix the "
+        "environment and start again."
+    )
+    monkeypatch.setenv("ROUTEWATCH_SPOOL_ARCHIVE_DIR", str(tmp_path / "archive"))
+    assert load(StreamingSettings).spool_archive_dir == tmp_path / "archive"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from streaming.sources.spool import corrupt_files
+from streaming.sources.spool import corrupt_files, remove_read_files
 
 LINES = b"".join(b'{"n": %d}\n' % i for i in range(1000))
 
@@ -57,3 +57,30 @@ def test_a_compacted_log_gives_the_files_of_that_batch_only(tmp_path: Path) -> N
 def test_a_file_removed_since_is_not_reported(tmp_path: Path) -> None:
     _log(tmp_path / "log", "0", [(tmp_path / "gone.gz", 0)])
     assert corrupt_files(tmp_path / "log", 0) == []
+
+
+def test_read_files_past_the_retention_are_removed_or_archived(tmp_path: Path) -> None:
+    spool, log = tmp_path / "spool", tmp_path / "log"
+    spool.mkdir()
+    files = {name: spool / f"{name}.jsonl" for name in ("old", "new", "uncommitted", "gone")}
+    for path in files.values():
+        path.write_bytes(b"{}\n")
+
+    def entries(names: list[str], batch: int, ts: int) -> list[bytes]:
+        return [
+            orjson.dumps({"path": files[n].as_uri(), "timestamp": ts, "batchId": batch})
+            for n in names
+        ]
+
+    log.mkdir()
+    # batches 0-9 compacted into 9.compact, then 10 and 11 (11: the batch being written)
+    (log / "9.compact").write_bytes(b"\n".join([b"v1", *entries(["old", "gone"], 3, 1_000)]))
+    (log / "10").write_bytes(b"\n".join([b"v1", *entries(["new"], 10, 9_000)]))
+    (log / "11").write_bytes(b"\n".join([b"v1", *entries(["uncommitted"], 11, 1_000)]))
+    files["gone"].unlink()  # removed by hand meanwhile
+
+    assert remove_read_files(log, 11, older_than_ms=5_000, archive=tmp_path / "archive") == 1
+    assert sorted(p.name for p in spool.iterdir()) == ["new.jsonl", "uncommitted.jsonl"]
+    assert (tmp_path / "archive" / "old.jsonl").read_bytes() == b"{}\n"
+    assert remove_read_files(log, 12, older_than_ms=10_000) == 2  # deleted, this time
+    assert list(spool.iterdir()) == []
