@@ -115,5 +115,7 @@ def test_provisioning_points_grafana_at_prometheus_and_the_dashboard_folder() ->
     providers = yaml.safe_load((provisioning / "dashboards" / "routewatch.yaml").read_text())
 
     assert [d["type"] for d in datasources["datasources"]] == ["prometheus"]
+    # copied into a Grafana with a default data source already, it does not take its place
+    assert [d["isDefault"] for d in datasources["datasources"]] == [False]
     assert providers["providers"][0]["type"] == "file"
     assert providers["providers"][0]["options"]["path"]
