@@ -116,12 +116,13 @@ def _run(args: argparse.Namespace) -> int:
     counters = Counters()
     sink = sink_for(args.to, settings)
     metrics = None
+    host = settings.collect_metrics_host
     if settings.collect_metrics_port:
         try:
-            metrics = MetricsServer(counters, settings.collect_metrics_port)
+            metrics = MetricsServer(counters, settings.collect_metrics_port, host)
         except OSError as exc:
             raise RoutewatchError(
-                f"cannot serve /metrics on 127.0.0.1:{settings.collect_metrics_port} "
+                f"cannot serve /metrics on {host}:{settings.collect_metrics_port} "
                 f"({exc.strerror}): set ROUTEWATCH_COLLECT_METRICS_PORT to a free port, or 0."
             ) from None
     poller = Poller(namesrvs, counters, settings.collect_timeout_s) if namesrvs else None
@@ -158,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
         "%s, writing to %s%s.",
         " and ".join(doing),
         where,
-        f", /metrics on 127.0.0.1:{metrics.port}" if metrics else "",
+        f", /metrics on {host}:{metrics.port}" if metrics else "",
     )
     try:
         if args.once:

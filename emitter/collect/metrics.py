@@ -100,7 +100,8 @@ class Counters:
 
 
 class MetricsServer:
-    """``GET /metrics`` on 127.0.0.1:``port`` in a daemon thread."""
+    """``GET /metrics`` on ``host``:``port`` (loopback unless told otherwise) in a daemon
+    thread."""
 
     def __init__(self, counters: Counters, port: int, host: str = "127.0.0.1") -> None:
         class Handler(BaseHTTPRequestHandler):

@@ -41,8 +41,13 @@ class CollectSettings(EmitterSettings):
         default=0,
         ge=0,
         le=65535,
-        description="Port of the collector's own /metrics on 127.0.0.1 (0: none; the counters "
-        "are still logged).",
+        description="Port of the collector's own /metrics (0: none; the counters are still "
+        "logged).",
+    )
+    collect_metrics_host: str = Field(
+        default="127.0.0.1",
+        description="Address the collector's /metrics listens on (0.0.0.0: every interface, "
+        "for a Prometheus on another host).",
     )
     collect_log_interval_s: float = Field(
         default=60.0, gt=0, description="Seconds between two log lines with the counters."

@@ -3,6 +3,8 @@ sentence for a bad one."""
 
 from __future__ import annotations
 
+import os
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from emitter.collect.settings import CollectSettings
 from routewatch.cli import build_parser, main
 from routewatch.errors import RoutewatchError
 from routewatch.settings import SettingsError, load
+from routewatch.testing.processes import free_port, start_routewatch, stop, wait_for
 
 
 def test_a_namesrv_list_as_clients_write_it() -> None:
@@ -75,3 +78,31 @@ def test_neither_namesrv_nor_forward_is_one_sentence(
         "ROUTEWATCH_COLLECT_NAMESRV) to watch a cluster, --forward DIR (or set "
         "ROUTEWATCH_COLLECT_FORWARD_DIRS) to forward a client library's spool, or both.\n"
     )
+
+
+def test_metrics_listen_where_told(tmp_path: Path) -> None:
+    # 127.0.0.2 is loopback too: told it, /metrics answers there and not on 127.0.0.1
+    port = free_port()
+    env = {
+        **os.environ,
+        "ROUTEWATCH_DATA_DIR": str(tmp_path),
+        "ROUTEWATCH_COLLECT_METRICS_PORT": str(port),
+        "ROUTEWATCH_COLLECT_METRICS_HOST": "127.0.0.2",
+    }
+    (tmp_path / "hook").mkdir()
+    argv = ["collect", "--forward", str(tmp_path / "hook"), "--to", "stdout"]
+    proc = start_routewatch(argv, env, tmp_path / "collect.log")
+    try:
+
+        def answers(host: str) -> bool:
+            try:
+                with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=1) as r:
+                    return b"routewatch_collect_polls_total" in r.read()
+            except OSError:
+                return False
+
+        wait_for(lambda: answers("127.0.0.2"), 60, "/metrics on 127.0.0.2")
+        assert not answers("127.0.0.1")
+    finally:
+        stop(proc)
+    assert f"/metrics on 127.0.0.2:{port}" in (tmp_path / "collect.log").read_text()
