@@ -97,6 +97,16 @@ def left_input_unread(progress: dict[str, Any]) -> bool:
     )
 
 
+def lag_words(now_s: float, newest_ms: int) -> str:
+    """The event-time lag for the log: wall clock minus the newest stream time, or, when the
+    events are stamped ahead of this host's clock (clock skew, or a trace rebased to a later
+    start), how far ahead — never a negative lag."""
+    lag = now_s - newest_ms / 1000
+    if lag < 0:
+        return f"none (events stamped {-lag:.1f} s ahead of this host's clock)"
+    return f"{lag:.1f} s"
+
+
 class ProgressLog:
     """One log line per batch (input rows, duration, event-time lag) and the batch's figures
     in the store, for every routewatch query of one Spark session; and each report, a batch's
@@ -136,7 +146,7 @@ class ProgressLog:
             # the figures are for people and metrics; the batch itself is safe in the store
             log.warning("batch %d: progress not recorded: %s", batch_id, exc)
             return
-        lag = f"{time.time() - max(times) / 1000:.1f} s" if times else "n/a"
+        lag = lag_words(time.time(), max(times)) if times else "n/a"
         log.info(
             "batch %d: %d input rows in %d ms, event-time lag %s",
             batch_id,

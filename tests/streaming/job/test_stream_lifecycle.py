@@ -18,7 +18,7 @@ from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.testing.processes import free_port, wait_for
-from streaming.job.progress import left_input_unread, progress_log
+from streaming.job.progress import lag_words, left_input_unread, progress_log
 from streaming.job.sink import job_name
 from streaming.job.stream import root_cause, start_stream
 from streaming.settings import StreamingSettings
@@ -215,3 +215,8 @@ def test_stream_from_a_kafka_that_does_not_answer_is_one_sentence(tmp_path: Path
 )
 def test_a_failed_querys_message_is_cut_to_its_root_cause(message: str, cause: str) -> None:
     assert root_cause(message) == cause
+
+
+def test_the_logged_lag_is_never_negative() -> None:
+    assert lag_words(1_000.0, 990_000) == "10.0 s"
+    assert lag_words(1_000.0, 1_000_300) == "none (events stamped 0.3 s ahead of this host's clock)"
