@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -83,7 +84,8 @@ def spark_session(
     if master is not None:
         builder = builder.master(master)
     extra = dict(conf or {})
-    for key, value in {**BASE_CONF, **extra, **local_checkpoint_fs(master, extra)}.items():
+    settings = {**BASE_CONF, **extra, **local_checkpoint_fs(master, extra), **_log_config(extra)}
+    for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
@@ -106,6 +108,24 @@ def local_checkpoint_fs(master: str | None, conf: Mapping[str, str]) -> dict[str
     return {CLASS_PATH_KEY: path, LOCAL_CHECKPOINT_FS_KEY: NO_FORK_FS_CLASS}
 
 
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+
+
+def _log_config(conf: Mapping[str, str]) -> dict[str, str]:
+    """routewatch's log4j configuration for the JVM this process is about to start
+    (:data:`LOG_CONFIG`): Spark's warnings without its start-up banner, its hint for SparkR
+    users and the lines every clean stop logs. None when the JVM runs already, under
+    spark-submit (its configuration applies), or when ``conf`` names one."""
+    if under_spark_submit() or SparkContext._active_spark_context is not None:
+        return {}
+    options = conf.get(JAVA_OPTIONS_KEY, "")
+    if "log4j2.configurationFile" in options:
+        return {}
+    ours = f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+    return {JAVA_OPTIONS_KEY: f"{options} {ours}".strip()}
+
+
 # Spark's state server for Python stateful processors logs a warning for every read of a map
 # state key that does not exist. routewatch reads absent keys by design (a cluster's first
 # batch, the first events of a second, a bucket of topics without rule state): dozens of lines
@@ -115,14 +135,25 @@ STATE_SERVER_LOGGER = (
 )
 
 
+# Loggers whose warnings say nothing to an operator, kept at ERROR (LOG_CONFIG names them too,
+# for the JVM's start): "Failed to cancel job group" on every clean stop of a query, and
+# "spark.sql.adaptive.enabled is not supported in streaming DataFrames" at every start.
+QUIET_LOGGERS = (
+    STATE_SERVER_LOGGER,
+    "org.apache.spark.scheduler.DAGScheduler",
+    "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
+)
+
+
 def set_log_level(spark: SparkSession, level: str) -> None:
-    """Spark's log level (as ``SparkContext.setLogLevel``), with the state server's per-read
-    warnings left out."""
+    """Spark's log level (as ``SparkContext.setLogLevel``, which sets every logger), with
+    :data:`QUIET_LOGGERS` left at errors."""
     spark.sparkContext.setLogLevel(level)
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # (a live session's driver)
     log4j = jvm.org.apache.logging.log4j
-    log4j.core.config.Configurator.setLevel(STATE_SERVER_LOGGER, log4j.Level.ERROR)
+    for name in QUIET_LOGGERS:
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.ERROR)
 
 
 def stop_session(spark: SparkSession) -> None:

@@ -115,6 +115,10 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
     assert "routewatch.stream stream stopped" in text
     # absent state keys are read by design: Spark's warning for each is left out
     assert "doesn't contain key" not in text
+    # nor Spark's start-up banner and hint for SparkR users, nor what every clean stop logs
+    for noise in ("Using Spark's default log4j profile", "SparkR", "Failed to cancel job group"):
+        assert noise not in text
+    assert "NativeCodeLoader" not in text and "ResolveWriteToStream" not in text
     # nor py4j's line for each call from the JVM (the listener's, every batch and while idle)
     assert "Received command" not in text and "py4j." not in text
     # stopped in the order Spark expects: no state-store maintenance after the session
