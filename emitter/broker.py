@@ -11,12 +11,13 @@ differ), and checked against RocketMQ 4.9.8 (docs/emitter.md, "Checked against R
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from emitter.namesrv import NameServer
 from emitter.sim import Simulation, Timer
-from routewatch.events import Heartbeat, InferredAutoCreation, TopicConfig
+from routewatch.events import Heartbeat, HeldTopic, InferredAutoCreation, TopicConfig
 from routewatch.rocketmq import (
     DEFAULT_TOPIC_QUEUE_NUMS,
     PERM_INHERIT,
@@ -281,8 +282,53 @@ class Broker:
                 shutdown=True if shutdown else None,
                 inferred_auto_created=inferred,
             )
-            self.sim.emit(hb)
             ns.register(hb)
+            self.sim.emit(self._as_routed(hb, ns))
+
+    def _as_routed(self, hb: Heartbeat, ns: NameServer) -> Heartbeat:
+        """A master's full registration as an observer of ``ns`` sees it where ``ns`` routes
+        otherwise — a topic deleted on this broker alone still routed, perms changed by
+        ``wipeWritePerm``/``addWritePerm`` — as ``routewatch collect`` writes it: the routed
+        topics under a version string of their own, and in ``held`` the routed topics this
+        broker lacks and its own TBW102 where the route's differs or has none."""
+        if not hb.full or hb.parts or hb.shutdown or self.broker_id != 0:
+            return hb
+        routed = ns.routed(self.name)
+        if routed == hb.topics:
+            return hb
+        held = {t: HeldTopic(held=False, perm=None) for t in sorted(routed) if t not in hb.topics}
+        own = hb.topics.get(TBW102)
+        if own is not None and (TBW102 not in routed or routed[TBW102].perm != own.perm):
+            held[TBW102] = HeldTopic(held=True, perm=own.perm)
+        digest = hashlib.blake2b(repr(sorted(routed.items())).encode(), digest_size=4)
+        return replace(
+            hb,
+            topics=routed,
+            data_version=f"{hb.data_version}~{digest.hexdigest()}",
+            held=held or None,
+        )
+
+    def emit_routed(self) -> None:
+        """What each NameServer routes to this master now, written as a collector would at its
+        next round (after ``wipeWritePerm``/``addWritePerm``), without registering."""
+        if not self.running or self.broker_id != 0:
+            return
+        for ns in self.namesrvs:
+            if ns.addr in self.unreachable or (self.cluster, self.name, 0) not in ns.live:
+                continue
+            hb = Heartbeat(
+                **self.sim.envelope(self.cluster, self.source),
+                broker=self.name,
+                broker_addr=self.addr,
+                broker_id=0,
+                namesrv=ns.addr,
+                auto_create_topic_enable=self.auto_create,
+                default_topic_queue_nums=self.default_topic_queue_nums,
+                full=True,
+                topics=dict(self.topics),
+                data_version=self._version,
+            )
+            self.sim.emit(self._as_routed(hb, ns))
 
     # -- topics -----------------------------------------------------------------------------
 

@@ -16,16 +16,21 @@ docs/emitter.md, "Checked against RocketMQ 4.9.8"):
   start, then every 10 s in 4.x, 5 s in 5.x) can. When a broker name has no address left, its
   queue data goes from every topic.
 - A split registration (5.x) is applied when all its parts have arrived.
+- ``wipeWritePerm`` takes the write bit from every topic of a broker name; ``addWritePerm``
+  sets every one to read|write (6) — the inherit bit goes, a read-only topic becomes writable.
+  Either lasts until the broker registers a changed table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from emitter.sim import Simulation
 from routewatch.events import Heartbeat, QueueData, TopicConfig
-from routewatch.rocketmq import BROKER_EXPIRY_MS
+from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_READ, PERM_WRITE
 
 __all__ = ["FIRST_SCAN_DELAY_MS", "SCAN_INTERVAL_MS", "BrokerKey", "NameServer"]
 
@@ -138,6 +143,29 @@ class NameServer:
             self.queues[topic].pop(name, None)
             if not self.queues[topic]:
                 del self.queues[topic]
+
+    def wipe_write_perm(self, broker: str) -> int:
+        """``mqadmin wipeWritePerm``: every topic of ``broker`` here loses its write bit, until
+        the broker registers a changed table (which puts its own perms back); how many."""
+        return self._operate_write_perm(broker, lambda perm: perm & ~PERM_WRITE)
+
+    def add_write_perm(self, broker: str) -> int:
+        """``mqadmin addWritePerm``: every topic of ``broker`` here gets perm read|write (6),
+        the inherit bit and a read-only topic's missing write bit included; how many."""
+        return self._operate_write_perm(broker, lambda perm: PERM_READ | PERM_WRITE)
+
+    def _operate_write_perm(self, broker: str, new: Callable[[int], int]) -> int:
+        count = 0
+        for queues in self.queues.values():
+            config = queues.get(broker)
+            if config is not None:
+                queues[broker] = dataclasses.replace(config, perm=new(config.perm))
+                count += 1
+        return count
+
+    def routed(self, broker: str) -> dict[str, TopicConfig]:
+        """What this NameServer routes to ``broker``: its queue data of every topic."""
+        return {t: q[broker] for t, q in self.queues.items() if broker in q}
 
     def delete_topic(self, topic: str) -> None:
         """``mqadmin deleteTopic`` also deletes the topic from every NameServer."""

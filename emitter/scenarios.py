@@ -195,6 +195,7 @@ def create_topic_key_mismatch(w: World) -> None:
     "tbw102-deleted-one-broker",
     300,
     ExpectedAlert("TEMPLATE_MISSING", "open", "warning", broker="broker-a", broker_id=0),
+    ExpectedAlert("STALE_ROUTE", "open", "warning", topic=TBW102),
     *_stuck(),
     ExpectedAlert("SEND_REJECTED", "resolved", "warning", topic=T),
 )
@@ -203,8 +204,8 @@ def tbw102_deleted_one(w: World) -> None:
     delete it): broker-a's registrations lack it from 10 s, but the NameServer keeps routing
     TBW102 to broker-a (a registration never removes a topic), so producers still try broker-a
     for a new topic, are refused there (TOPIC_NOT_EXIST) and retry on broker-b: the topic lands
-    only on broker-b. Five quick sends at 20 s reach broker-a at least once, whatever the
-    rotation's random start."""
+    only on broker-b (STALE_ROUTE: TBW102 routed to broker-a, which does not hold it). Five quick
+    sends at 20 s reach broker-a at least once, whatever the rotation's random start."""
     _two_brokers(w, version=BEFORE_4_8)
     p = w.add_producer()
     w.at(1, lambda: w.broker("broker-a").delete_topic(TBW102))
@@ -592,6 +593,35 @@ def broker_side_alerts(w: World) -> None:
     w.at(20, lambda: c.update_auto_create(True))
     w.at(25, lambda: p.send("StuckTopic"))
     w.at(30, w.broker("broker-b").kill)
+
+
+@_scenario(
+    "write-perm-wiped",
+    330,
+    ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic="StuckTopic"),
+)
+def write_perm_wiped(w: World) -> None:
+    """A broker's write permission wiped and given back on the NameServer (``mqadmin
+    wipeWritePerm``, then ``addWritePerm``), seen from the broker side alone.
+
+    One send to StuckTopic at 5 s leaves it on one broker (PARTIAL_COVERAGE, 1 of 2, critical,
+    at 65 s); a burst at 5 s puts BurstTopic on both. At 120 s the write permission of the
+    broker holding StuckTopic is wiped: no producer can send there, so StuckTopic is on none of
+    the 1 writable broker left (0 of 1), while BurstTopic, on every writable broker, stays
+    quiet — a read-only broker is not expected to take topics. At 220 s addWritePerm gives it
+    back: StuckTopic is on 1 of 2 again.
+    """
+    w.observe_broker_side_only()
+    _two_brokers(w)
+    p = w.add_producer()
+    w.at(5, lambda: p.send("StuckTopic"))
+    w.every(0.001, lambda: p.send("BurstTopic"), 5, 5.008)
+
+    def holder() -> str:
+        return next(b.name for b in w.masters() if "StuckTopic" in b.topics)
+
+    w.at(120, lambda: w.wipe_write_perm(holder()))
+    w.at(220, lambda: w.add_write_perm(holder()))
 
 
 @_scenario(

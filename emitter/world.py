@@ -261,3 +261,20 @@ class World:
         for ns in self.namesrvs.values():
             ns.delete_topic(topic)
         return True
+
+    def wipe_write_perm(self, broker: str) -> None:
+        """``mqadmin wipeWritePerm -b <broker>``: on every NameServer, the broker's topics lose
+        their write bit until it registers a changed table; the observer sees it at once."""
+        self._write_perm(broker, NameServer.wipe_write_perm)
+
+    def add_write_perm(self, broker: str) -> None:
+        """``mqadmin addWritePerm -b <broker>``: on every NameServer, the broker's topics get
+        perm read|write (6); the observer sees it at once."""
+        self._write_perm(broker, NameServer.add_write_perm)
+
+    def _write_perm(self, broker: str, operate: Callable[[NameServer, str], int]) -> None:
+        for ns in self.namesrvs.values():
+            operate(ns, broker)
+        master = self._master(broker)
+        if master is not None:
+            master.emit_routed()

@@ -36,6 +36,7 @@ AlertKind = Literal[
     "BROKER_EXPIRED",
     "QUEUE_SKEW",
     "NAMESRV_DIVERGENCE",
+    "STALE_ROUTE",
 ]
 Severity = Literal["critical", "warning", "info"]
 AlertState = Literal["open", "resolved"]

@@ -22,6 +22,7 @@ __all__ = [
     "Envelope",
     "Event",
     "Heartbeat",
+    "HeldTopic",
     "InferredAutoCreation",
     "InferredFound",
     "PullResult",
@@ -90,6 +91,16 @@ class InferredAutoCreation:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HeldTopic:
+    """How the broker itself holds a topic that a NameServer routes otherwise: ``held`` false,
+    the broker's own table lacks it (``perm`` null); true, its own ``perm`` (TBW102's, whose
+    inherit bit the broker reads, not the route's)."""
+
+    held: bool
+    perm: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Envelope:
     """Fields every event carries; ``type`` and ``v`` are written from the class."""
 
@@ -119,6 +130,9 @@ class Heartbeat(Envelope):
     shutdown: bool | None = optional()
     # (optional() is field(default=None): no mutable default is shared)
     inferred_auto_created: dict[str, InferredAutoCreation] | None = optional()  # noqa: RUF009
+    # where ``topics`` is what a NameServer routes (routewatch collect): those of its topics the
+    # broker's own table lacks, and the broker's own TBW102 where the route's perm differs
+    held: dict[str, HeldTopic] | None = optional()  # noqa: RUF009
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,8 @@ writes a frame, :func:`decode` reads one; anything that is not a frame fails wit
 **The client.** A :class:`Connection` keeps one TCP connection to one NameServer or broker and
 matches each answer to its request by ``opaque``; any failure closes it, and the next request
 opens a new one. Requests used here: to a NameServer, ``GET_ROUTEINFO_BY_TOPIC`` (105),
-``GET_BROKER_CLUSTER_INFO`` (106) and ``QUERY_DATA_VERSION`` (322); to a broker,
+``GET_BROKER_CLUSTER_INFO`` (106), ``GET_ALL_TOPIC_LIST_FROM_NAMESERVER`` (206) and
+``QUERY_DATA_VERSION`` (322); to a broker,
 ``GET_ALL_TOPIC_CONFIG`` (21), ``GET_BROKER_CONFIG`` (26), ``GET_BROKER_RUNTIME_INFO`` (28) and
 ``DELETE_TOPIC_IN_BROKER`` (215). The module-level functions ask once, on a connection of their
 own (the test harness polls with them: a round trip instead of an ``mqadmin`` JVM).
@@ -42,6 +43,7 @@ GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
+GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
 DELETE_TOPIC_IN_BROKER = 215
 QUERY_DATA_VERSION = 322
 SUCCESS = 0
@@ -482,6 +484,15 @@ def parse_topic_table(text: str | bytes) -> TopicTable:
     return TopicTable(parse_data_version(orjson.dumps(raw.get("dataVersion"))), topics)
 
 
+def parse_topic_list(text: str | bytes) -> frozenset[str]:
+    """The NameServer's answer to ``GET_ALL_TOPIC_LIST_FROM_NAMESERVER``: every topic it
+    routes (``{"topicList":[...]}``)."""
+    names = _json(text, "the topic list").get("topicList") or []
+    if not isinstance(names, list):
+        raise ProtocolError("the topic list's topicList is not a list")
+    return frozenset(map(str, names))
+
+
 def parse_properties(text: str | bytes) -> dict[str, str]:
     """A broker's configuration as it sends it: ``key=value`` lines."""
     if isinstance(text, bytes):
@@ -494,6 +505,23 @@ def parse_properties(text: str | bytes) -> dict[str, str]:
 
 
 # -- one request at a time ---------------------------------------------------------------------
+
+
+def route_on(conn: Connection, topic: str) -> TopicRoute | None:
+    """The route of ``topic`` from the NameServer on ``conn``, or None if it routes none."""
+    answer = conn.call(GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+    if answer.code == TOPIC_NOT_EXIST:
+        return None
+    if answer.code != SUCCESS:
+        raise RemotingError(
+            f"route of {topic} from {conn.addr}: code {answer.code}, {answer.remark}"
+        )
+    return parse_topic_route(answer.body)
+
+
+def topic_list_on(conn: Connection) -> frozenset[str]:
+    """Every topic the NameServer on ``conn`` routes."""
+    return parse_topic_list(conn.ask(GET_ALL_TOPIC_LIST_FROM_NAMESERVER, "the topic list"))
 
 
 def raw_topic_route(addr: str, topic: str, *, version: int = LEGACY_CLIENT_VERSION) -> str | None:

@@ -66,7 +66,7 @@ class Collector:
         """One poll; how many events it wrote."""
         if self.poller is None:
             return 0
-        snap = self.poller.poll(self.deriver.known)
+        snap = self.poller.poll(self.deriver.known, self.deriver)
         events = self.deriver.derive(snap)
         for event in events:
             self.sink.write(encode(event), f"{event.cluster}/{event.broker}".encode())

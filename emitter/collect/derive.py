@@ -22,13 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from emitter.collect.poller import BrokerKey, Snapshot
+from emitter.collect.routes import RouteViews
 from emitter.inference import AutoCreateInference, MasterTable
-from routewatch.events import Heartbeat, InferredAutoCreation, TopicConfig
-from routewatch.remoting import DataVersion
+from routewatch.events import Heartbeat, HeldTopic, InferredAutoCreation, TopicConfig
+from routewatch.remoting import DataVersion, TopicRoute
+from routewatch.rocketmq import TBW102
 
 __all__ = ["Deriver"]
 
 log = logging.getLogger("routewatch.collect")
+
+
+_Base = tuple[str, DataVersion, dict[str, TopicConfig], bool]  # addr, version, table, seen
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,9 @@ class _Written:
     auto_create: bool
     default_q: int
     inferred: tuple[tuple[str, InferredAutoCreation], ...] = ()
+    routed: str = ""  # the version string written: what the NameServer holds or routes
+    topics: dict[str, TopicConfig] = dataclasses.field(default_factory=dict)
+    held: tuple[tuple[str, HeldTopic], ...] = ()
 
 
 class Deriver:
@@ -55,6 +63,48 @@ class Deriver:
         self.inference = AutoCreateInference()
         # (cluster, master) -> (address, version, settings) at the inference's last look
         self._looked: dict[tuple[str, str], tuple[str, DataVersion | None, Any]] = {}
+        self.routes = RouteViews()
+        self._absorbed: int | None = None  # id of the snapshot whose tables were taken in
+
+    # -- the route questions (emitter.collect.poller.RouteAsker) --------------------------------
+
+    def _newest(self, addr: str) -> DataVersion | None:
+        versions = [v for a, v in self._tables if a == addr]
+        return max(versions) if versions else None
+
+    def _bases(self, view_ns: Any) -> dict[str, _Base]:
+        """The masters ``view_ns`` lists with a version it holds: name -> the table at that
+        version (or, never seen, the broker's newest)."""
+        bases: dict[str, _Base] = {}
+        for (_cluster, name, broker_id), addr in view_ns.brokers.items():
+            version = view_ns.versions.get(addr)
+            if broker_id != 0 or version is None:
+                continue
+            table = self._tables.get((addr, version))
+            seen = table is not None
+            if table is None:
+                newest = self._newest(addr)
+                if newest is None:
+                    continue
+                table = self._tables[(addr, newest)]
+            bases[name] = (addr, version, table, seen)
+        return bases
+
+    def route_questions(self, snap: Snapshot) -> dict[str, set[str]]:
+        if self._absorbed != id(snap):
+            self._absorb(snap)
+            self.routes.start_round()
+        held: set[str] = set()
+        for addr in {a for a, _ in self._tables}:
+            newest = self._newest(addr)
+            held |= self._tables[(addr, newest)].keys() if newest is not None else set()
+        return {
+            ns: self.routes.questions(ns, self._bases(view), view.topics, held)
+            for ns, view in snap.namesrvs.items()
+        }
+
+    def route_answers(self, snap: Snapshot, ns: str, routes: dict[str, TopicRoute | None]) -> None:
+        self.routes.answers(ns, self._bases(snap.namesrvs[ns]), routes)
 
     def known(self, addr: str, version: DataVersion) -> bool:
         """Whether the table of the broker at ``addr`` at ``version`` is known."""
@@ -63,6 +113,25 @@ class Deriver:
     def derive(self, snap: Snapshot) -> list[Heartbeat]:
         """The heartbeats a poll calls for, in the order to write them (by ``ts``, then
         ``seq``)."""
+        if self._absorbed != id(snap):
+            self._absorb(snap)
+        self._absorbed = None
+        self._infer(snap)
+        events: list[Heartbeat] = []
+        for ns, view in sorted(snap.namesrvs.items(), key=lambda item: item[1].ts):
+            for key, addr in sorted(view.brokers.items()):
+                event = self._heartbeat(ns, key, addr, view.ts, view.versions.get(addr))
+                if event is not None:
+                    events.append(event)
+        self.routes.forget(
+            {ns: {name for (_, name, i) in v.brokers if i == 0} for ns, v in snap.namesrvs.items()}
+        )
+        self._prune(snap)
+        return events
+
+    def _absorb(self, snap: Snapshot) -> None:
+        """The brokers' settings and tables of a poll."""
+        self._absorbed = id(snap)
         for addr, broker in snap.brokers.items():
             self._configs[addr] = (broker.auto_create_topic_enable, broker.default_topic_queue_nums)
             table = broker.table
@@ -81,15 +150,6 @@ class Deriver:
                         for name, t in table.topics.items()
                     },
                 )
-        self._infer(snap)
-        events: list[Heartbeat] = []
-        for ns, view in sorted(snap.namesrvs.items(), key=lambda item: item[1].ts):
-            for key, addr in sorted(view.brokers.items()):
-                event = self._heartbeat(ns, key, addr, view.ts, view.versions.get(addr))
-                if event is not None:
-                    events.append(event)
-        self._prune(snap)
-        return events
 
     def _infer(self, snap: Snapshot) -> None:
         """One look of the inference at each cluster's masters: those any NameServer that
@@ -122,19 +182,48 @@ class Deriver:
                     changed.add(name)
             self.inference.look(ts, cluster, tables, changed)
 
+    def _content(
+        self, ns: str, key: BrokerKey, addr: str, version: DataVersion | None
+    ) -> tuple[DataVersion, str, dict[str, TopicConfig], tuple[tuple[str, HeldTopic], ...]] | None:
+        """What ``ns`` holds of a broker, if known: the version of the table it is made from,
+        the version string to write, the topics (for a master, what ``ns`` routes), and how the
+        broker holds those of them it does not hold as routed (``Heartbeat.held``)."""
+        if version is None:
+            return None
+        table = self._tables.get((addr, version))
+        seen, base = table is not None, version
+        if key[2] != 0:
+            return None if table is None else (version, str(version), table, ())
+        if table is None:
+            newest = self._newest(addr)
+            if newest is None:
+                return None
+            base, table = newest, self._tables[(addr, newest)]
+        own = self._tables[(addr, self._newest(addr) or base)]
+        view = self.routes.view(ns, key[1], table, own, str(version), seen=seen)
+        if not view.complete:
+            return None
+        held = [(t, HeldTopic(held=False, perm=None)) for t in view.not_held]
+        routed_tbw102, own_tbw102 = view.topics.get(TBW102), own.get(TBW102)
+        if own_tbw102 and (routed_tbw102 is None or routed_tbw102.perm != own_tbw102.perm):
+            held.append((TBW102, HeldTopic(held=True, perm=own_tbw102.perm)))
+        return base, view.version, view.topics, tuple(sorted(held))
+
     def _heartbeat(
         self, ns: str, key: BrokerKey, addr: str, ts: int, version: DataVersion | None
     ) -> Heartbeat | None:
         cluster, name, broker_id = key
         last = self._written.get((ns, key))
         config = self._configs.get(addr)
-        if version is not None and (addr, version) in self._tables and config is not None:
-            current = _Written(ts, addr, version, *config)
+        content = self._content(ns, key, addr, version)
+        if content is not None and config is not None:
+            base, routed, topics, held = content
+            current = _Written(ts, addr, base, *config, routed=routed, topics=topics, held=held)
         elif last is not None and last.addr == addr:
             # The NameServer holds a version whose table is not known yet (the broker changed it
             # between two questions, or does not answer): renew the liveness it still has with
             # what was last written, and only when the job needs it.
-            current = _Written(ts, addr, last.version, last.auto_create, last.default_q)
+            current = dataclasses.replace(last, ts=ts)
             if ts - last.ts < self.interval_ms:
                 return None
         else:
@@ -151,9 +240,12 @@ class Deriver:
                 )
             return None
         self._waiting.discard((ns, key))
-        table = self._tables[(addr, current.version)]
         inferred = tuple(
-            sorted((t, f) for t, f in self.inference.found(cluster, name).items() if t in table)
+            sorted(
+                (t, f)
+                for t, f in self.inference.found(cluster, name).items()
+                if t in current.topics
+            )
             if broker_id == 0
             else ()
         )
@@ -161,14 +253,7 @@ class Deriver:
         if (
             last is not None
             and ts - last.ts < self.interval_ms
-            and (last.addr, last.version, last.auto_create, last.default_q, last.inferred)
-            == (
-                current.addr,
-                current.version,
-                current.auto_create,
-                current.default_q,
-                current.inferred,
-            )
+            and dataclasses.replace(last, ts=ts) == current
         ):
             return None
         self._written[(ns, key)] = current
@@ -185,9 +270,10 @@ class Deriver:
             auto_create_topic_enable=current.auto_create,
             default_topic_queue_nums=current.default_q,
             full=True,
-            topics=table,
-            data_version=str(current.version),
+            topics=current.topics,
+            data_version=current.routed,
             inferred_auto_created=dict(inferred) or None,
+            held=dict(current.held) or None,
         )
 
     def _prune(self, snap: Snapshot) -> None:

@@ -10,12 +10,13 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from emitter.collect.metrics import Counters
 from routewatch import remoting
-from routewatch.remoting import Connection, DataVersion, TopicTable
+from routewatch.remoting import Connection, DataVersion, TopicRoute, TopicTable
 
-__all__ = ["BrokerKey", "BrokerView", "NamesrvView", "Poller", "Snapshot"]
+__all__ = ["BrokerKey", "BrokerView", "NamesrvView", "Poller", "RouteAsker", "Snapshot"]
 
 log = logging.getLogger("routewatch.collect")
 
@@ -31,6 +32,8 @@ class NamesrvView:
     brokers: dict[BrokerKey, str]  # the brokers it lists -> their addresses
     versions: dict[str, DataVersion | None] = field(default_factory=dict)  # by broker address;
     # absent: not known this poll (the question failed)
+    topics: frozenset[str] | None = None  # every topic it routes (its topic list)
+    routes: dict[str, TopicRoute | None] = field(default_factory=dict)  # the routes asked
 
 
 @dataclass
@@ -47,6 +50,20 @@ class BrokerView:
 class Snapshot:
     namesrvs: dict[str, NamesrvView] = field(default_factory=dict)  # those that answered
     brokers: dict[str, BrokerView] = field(default_factory=dict)  # those that answered
+
+
+class RouteAsker(Protocol):
+    """Who decides which routes to ask each NameServer (:class:`emitter.collect.derive.Deriver`):
+    after the brokers' tables, in passes until it has no question left."""
+
+    def route_questions(self, snap: Snapshot) -> dict[str, set[str]]: ...
+
+    def route_answers(
+        self, snap: Snapshot, ns: str, routes: dict[str, TopicRoute | None]
+    ) -> None: ...
+
+
+ROUTE_PASSES = 3  # a sentinel's answer can call for every topic of a broker: two passes suffice
 
 
 def _reason(exc: BaseException) -> tuple[str, str]:
@@ -109,10 +126,13 @@ class Poller:
     def failing(self, kind: str) -> int:
         return sum(1 for a in self._failing if (a in self.namesrvs) == (kind == "namesrv"))
 
-    def poll(self, known: Callable[[str, DataVersion], bool]) -> Snapshot:
+    def poll(
+        self, known: Callable[[str, DataVersion], bool], routes: RouteAsker | None = None
+    ) -> Snapshot:
         """One poll. ``known(addr, version)``: whether the table of the broker at ``addr`` at
         ``version`` is already known (if every NameServer's version of a broker is known, its
-        topic table is not asked for)."""
+        topic table is not asked for); ``routes``: which routes to ask each NameServer, once the
+        tables are in."""
         snap = Snapshot()
         self.counters.inc("routewatch_collect_polls_total")
         for ns in self.namesrvs:
@@ -131,6 +151,8 @@ class Poller:
             versions = {v.versions.get(addr) for v in snap.namesrvs.values()}
             if any(v is not None and not known(addr, v) for v in versions):
                 broker.table = self._table(addr, key)
+        if routes is not None:
+            self._routes(snap, routes)
         for kind in ("namesrv", "broker"):
             self.counters.set("routewatch_collect_targets_down", self.failing(kind), target=kind)
         return snap
@@ -154,7 +176,8 @@ class Poller:
                         continue
                     for broker_id, addr in data.addrs.items():
                         brokers[(data.cluster or clusters_name, name, broker_id)] = addr
-            view = NamesrvView(ns, ts, brokers)
+            self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+            view = NamesrvView(ns, ts, brokers, topics=remoting.topic_list_on(conn))
             for (cluster, name, broker_id), addr in sorted(brokers.items()):
                 self.counters.inc("routewatch_collect_requests_total", target="namesrv")
                 view.versions[addr] = remoting.namesrv_data_version(
@@ -165,6 +188,27 @@ class Poller:
             return None
         self._answered("namesrv", ns)
         return view
+
+    def _routes(self, snap: Snapshot, asker: RouteAsker) -> None:
+        """The routes the asker wants, from each NameServer; one that fails a question leaves
+        the snapshot (nothing is written for it this round)."""
+        for _ in range(ROUTE_PASSES):
+            questions = {ns: q for ns, q in asker.route_questions(snap).items() if q}
+            if not questions:
+                return
+            for ns, topics in sorted(questions.items()):
+                conn = self._conn(ns)
+                answers: dict[str, TopicRoute | None] = {}
+                try:
+                    for topic in sorted(topics):
+                        self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+                        answers[topic] = remoting.route_on(conn, topic)
+                except (OSError, remoting.RemotingError) as exc:
+                    self._failed("namesrv", ns, exc, "writing nothing for it this round")
+                    del snap.namesrvs[ns]
+                    continue
+                snap.namesrvs[ns].routes.update(answers)
+                asker.route_answers(snap, ns, answers)
 
     def _broker(self, addr: str, key: BrokerKey) -> BrokerView | None:
         consequence = (

@@ -22,7 +22,7 @@ import orjson
 from routewatch.alerts import Alert
 from routewatch.changes import RouteChange
 from routewatch.events import DeliveredStatus
-from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, TBW102
+from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, PERM_READ, PERM_WRITE, TBW102
 from streaming.engine.alerts import AlertBook
 from streaming.engine.rules import CLIENT_FORGET_MS, FAILURE_QUIET_MS, Rules
 from streaming.engine.state import (
@@ -54,11 +54,26 @@ LIVENESS_KINDS = frozenset({"expire", "linger"})
 AFTER_EVENTS, BEFORE_EVENTS = 0, 1
 
 
-def _template_state(topics: dict[str, Config]) -> str:
+def _template_state(topics: dict[str, Config], held: dict[str, Any] | None = None) -> str:
+    """TBW102 as the broker itself holds it: its table's, unless the heartbeat's ``held`` says
+    the broker's own differs from what the NameServer routes."""
+    own = (held or {}).get(TBW102)
+    if own is not None:
+        if not own["held"]:
+            return "missing"
+        return "usable" if own["perm"] & PERM_INHERIT else "no_inherit"
     config = topics.get(TBW102)
     if config is None:
         return "missing"
     return "usable" if config[2] & PERM_INHERIT else "no_inherit"
+
+
+def _read_only(broker: str, table: dict[str, Config]) -> bool:
+    """Whether a master's topics are routed read-only: its broker-named topic (writable as the
+    broker makes it) is readable and not writable — ``wipeWritePerm``, or ``brokerPermission``
+    read-only."""
+    config = table.get(broker)
+    return config is not None and bool(config[2] & PERM_READ) and not config[2] & PERM_WRITE
 
 
 class ClusterEngine:
@@ -164,6 +179,8 @@ class ClusterEngine:
         # the registration is applied whole first (what the broker side infers of its topics,
         # its table, then its liveness), then judged: no rule sees a broker that is live
         # without its table
+        was_read_only = reg.read_only
+        stale_changed: set[str] = set()
         inferred = self._inferred(e.get("inferred_auto_created"), ts)
         changed: list[str] = []
         complete = False
@@ -178,15 +195,28 @@ class ClusterEngine:
                 reg.auto_create = e["auto_create_topic_enable"]
                 reg.default_q = e["default_topic_queue_nums"]
             if table is not None:
-                reg.template = _template_state(table)
                 changed = self._store_table(key, table, ts, replace=True, routed=was_live)
+            if complete:
+                held = e.get("held")
+                not_held = sorted(t for t, h in (held or {}).items() if not h["held"])
+                if key[2] == 0 and not_held != reg.not_held:
+                    stale_changed = set(not_held) ^ set(reg.not_held)
+                    reg.not_held = not_held
+                if table is not None or held or reg.template_held:
+                    stored = table if table is not None else (self.tables.get(key) or {})
+                    reg.template = _template_state(stored, held)
+                    reg.template_held = bool(held and TBW102 in held)
         if not was_live:
             reg.live = True
             self._liveness_changed(key, ts)
         else:
             for topic in changed:
                 self.rules.topic_changed(topic, ts)
-        for topic in sorted(set(inferred) - set(changed)):  # (evidence for a known table)
+            if reg.read_only != was_read_only:  # the expected brokers changed
+                for topic in sorted(set(self.meta.auto_topics) - set(changed)):
+                    self.rules.topic_changed(topic, ts)
+        # (evidence for a known table, or whether the broker itself holds a routed topic)
+        for topic in sorted((set(inferred) | stale_changed) - set(changed)):
             self.rules.topic_changed(topic, ts)
         if complete:
             self.rules.full_registration(key, reg, ts)
@@ -259,6 +289,8 @@ class ClusterEngine:
         if not changed:
             return []
         self.tables.set(key, new or None)
+        if key[2] == 0:
+            self.meta.regs[key].read_only = _read_only(key[1], new)
         for topic, config in changed:
             holders = self.routes.get(topic) or {}
             if config is None:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import orjson
 
 from routewatch.alerts import AlertKey, AlertKind, NoRouteCause
-from routewatch.rocketmq import TBW102, is_system_topic
+from routewatch.rocketmq import PERM_WRITE, TBW102, is_system_topic
 from streaming.engine.alerts import REMEDIES, AlertBook
 from streaming.engine.state import (
     Config,
@@ -80,13 +80,26 @@ def _broker_label(broker: str, broker_id: int) -> str:
     return broker if broker_id == 0 else f"{broker}/{broker_id}"
 
 
-def _coverage_summary(topic: str, k: int, n: int) -> str:
+def _coverage_summary(topic: str, k: int, n: int, read_only: list[str] | None = None) -> str:
     """PARTIAL_COVERAGE's sentence, from the same k and n as its ``coverage``: at k = 0 the
-    topic has no route left (no subset to converge on), which is worse, not settled."""
+    topic has no route left (no subset to converge on), which is worse, not settled. Masters
+    routed read-only (``read_only``, holding the topic or not) are not among the n."""
     if k:
         return (
             f"Auto-created topic {topic} is on {k} of {n} brokers and will stay there: its "
             "producers' routes have converged on that subset."
+        )
+    if read_only:
+        verb = "is" if len(read_only) == 1 else "are"
+        if n == 0:
+            rest = "no writable broker is left"
+        elif n == 1:
+            rest = "the one writable broker left does not hold it"
+        else:
+            rest = f"none of the {n} writable brokers left holds it"
+        return (
+            f"Auto-created topic {topic} has no writable route left: {', '.join(read_only)} "
+            f"{verb} routed read-only (write permission wiped), and {rest}."
         )
     if n == 1:
         left = "the only live broker does not hold it, and will not get it by itself"
@@ -140,11 +153,12 @@ class Rules:
         return self.e.meta.regs
 
     def expected_brokers(self, flipped: RegKey | None = None) -> set[str]:
-        """Live masters of the cluster (as they were before ``flipped`` changed liveness)."""
+        """Live writable masters of the cluster (as they were before ``flipped`` changed
+        liveness): live on some NameServer that does not route its topics read-only."""
         return {
             b
             for (ns, b, i), r in self._regs().items()
-            if i == 0 and (r.live != ((ns, b, i) == flipped))
+            if i == 0 and (r.live != ((ns, b, i) == flipped)) and not r.read_only
         }
 
     def cluster_namesrvs(self) -> set[str]:
@@ -382,6 +396,7 @@ class Rules:
         """Re-judge QUEUE_SKEW, PARTIAL_COVERAGE and AT_RISK for one topic (a system topic
         raises none of them, but is forgotten as any other)."""
         state = self.e.topic_state(topic) if topic in self.e.meta.auto_topics else None
+        self._judge_stale(topic, at)
         if self._is_system(topic):
             if state is not None:
                 self.note_idle(topic, state, at)
@@ -390,7 +405,8 @@ class Rules:
         self._judge_skew(topic, holders, at)
         if state is None or state.auto_created_at is None:
             return
-        holding = {b for (_, b, i) in holders if i == 0}
+        # a producer sends only to the brokers a route gives it writable
+        holding = {b for (_, b, i), c in holders.items() if i == 0 and c[2] & PERM_WRITE}
         expected = self.expected_brokers()
         k, n = len(holding & expected), len(expected)
         pc_key = self._topic_key("PARTIAL_COVERAGE", topic)
@@ -463,6 +479,10 @@ class Rules:
         at: int,
     ) -> None:
         k, n = len(holding & expected), len(expected)
+        read_only = sorted(
+            {b for (_, b, i), r in self._regs().items() if i == 0 and r.live and r.read_only}
+            - expected
+        )
         views: dict[str, list[str]] = {}
         for ns, b, _ in holders:
             views.setdefault(ns, []).append(b)
@@ -471,9 +491,10 @@ class Rules:
             self._topic_key("PARTIAL_COVERAGE", topic),
             at,
             severity="critical" if k <= 1 else "warning",
-            summary=_coverage_summary(topic, k, n),
+            summary=_coverage_summary(topic, k, n, read_only),
             evidence={
                 "coverage": f"{k}/{n}",
+                **({"read_only_brokers": read_only} if read_only else {}),
                 "brokers_with_topic": sorted(holding & expected),
                 "brokers_without_topic": sorted(expected - holding),
                 "namesrv_views": {ns: sorted(set(v)) for ns, v in sorted(views.items())},
@@ -556,6 +577,48 @@ class Rules:
                 "condition_since": state.at_risk_since,
             },
             remedy=self._create_everywhere(topic, queues),
+        )
+
+    def _judge_stale(self, topic: str, at: int) -> None:
+        """STALE_ROUTE: live masters that a NameServer routes the topic to while they do not
+        hold it themselves (the heartbeat's ``held``)."""
+        key = self._topic_key("STALE_ROUTE", topic)
+        stale = sorted(
+            k for k, r in self._regs().items() if r.live and r.not_held and topic in r.not_held
+        )
+        if not stale:
+            self.e.book.resolve(key, at)
+            return
+        routes = self.e.live_holders(topic)
+        views: dict[str, list[str]] = {}
+        for ns, b, _ in stale:
+            views.setdefault(ns, []).append(b)
+        brokers = sorted({b for _, b, _ in stale})
+        holding = sorted({k[1] for k in routes if k[2] == 0 and k not in stale})
+        them = brokers[0] if len(brokers) == 1 else ", ".join(brokers)
+        do = "does" if len(brokers) == 1 else "do"
+        q = max((routes[k][1] for k in stale if k in routes), default=8)
+        recreate = ", ".join(
+            self._update_topic(topic, "-b", self._master_addr(b), q=q) for b in brokers
+        )
+        namesrvs = self._namesrvs_for_remedy()
+        delete = shlex.join(
+            ["mqadmin", "deleteTopic", "-n", namesrvs, "-c", self.cluster, "-t", topic]
+        )
+        self.e.book.raise_or_update(
+            key,
+            at,
+            severity="warning",
+            summary=f"Topic {topic} is routed to {them}, which {do} not hold it: a producer "
+            "sending there is refused (TOPIC_NOT_EXIST) unless auto-creation makes the topic "
+            "again, and a consumer of those queues reads nothing.",
+            evidence={
+                "stale_routes": {ns: bs for ns, bs in sorted(views.items())},
+                "brokers_holding_topic": holding,
+            },
+            remedy=f"Make it there again with {recreate}, or retire the topic everywhere with "
+            f"`{delete}` (a NameServer drops a topic a broker deleted only when the topic is "
+            "deleted there too, or the broker leaves).",
         )
 
     def _judge_skew(self, topic: str, holders: dict[RegKey, Any], at: int) -> None:

@@ -63,6 +63,11 @@ class Reg:
     version: str | None = None  # data version of the table, as of the latest full registration
     amended: bool = False  # an immediate registration changed the table since then
     template: str = "missing"  # TBW102 in the latest full table: usable | missing | no_inherit
+    template_held: bool = False  # that came from the heartbeat's ``held`` (the broker's own)
+    read_only: bool = False  # a master whose topics are routed read-only (cluster._read_only)
+    # topics the NameServer routes to this master that the broker itself does not hold (the
+    # heartbeat's ``held``), sorted
+    not_held: list[str] = field(default_factory=list)
     expiry_due: int | None = None
     # the split full registration being received: its data version, and its parts by number
     # (None: a part of the table's own data version, not kept, the table has it)
@@ -84,6 +89,9 @@ class Reg:
             "version": self.version,
             "amended": self.amended,
             "template": self.template,
+            "template_held": self.template_held,
+            "read_only": self.read_only,
+            "not_held": self.not_held,
             "expiry_due": self.expiry_due,
             "parts_version": self.parts_version,
             "parts": {str(i): _table_out(p) for i, p in self.parts.items()},

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from emitter.scenarios import SCENARIOS, ExpectedAlert
 from emitter.trace import TraceWriter
 from routewatch.codec import encode
 from routewatch.events import Event
+from routewatch.validation import validate
 
 Arrival = tuple[str, int, int | None, str]
 
@@ -42,3 +46,16 @@ def write_trace(events: Iterable[Event], path: Path) -> int:
         for event in events:
             writer.write(event)
         return writer.count
+
+
+def evaluate_events(events: list[dict[str, Any]], cluster: str) -> tuple[list[Any], list[Any]]:
+    """The final alerts and every alert change the job's engine makes of ``events`` (written by
+    a collector, in any order), each checked against the contract first."""
+    from streaming.engine.runner import run_stream
+
+    for event in events:
+        assert validate(event) is None, event
+    ordered = sorted(events, key=lambda e: (e["ts"], e.get("seq", -1)))
+    arrivals = [(e["event_id"], e["ts"], e.get("seq"), orjson.dumps(e).decode()) for e in ordered]
+    run = run_stream(arrivals, lateness_ms=2_000)
+    return run.final_alerts(), run.cluster(cluster).alert_changes

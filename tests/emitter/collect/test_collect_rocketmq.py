@@ -35,7 +35,7 @@ from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
 from routewatch.validation import validate
 from tests.support.rocketmq import module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
-from tests.support.traces import expected, shape
+from tests.support.traces import evaluate_events, expected, shape
 
 pytestmark = pytest.mark.rocketmq
 
@@ -54,7 +54,7 @@ driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr()))
 
 
 def _poll(poller: Poller, deriver: Deriver) -> list[Heartbeat]:
-    return deriver.derive(poller.poll(deriver.known))
+    return deriver.derive(poller.poll(deriver.known, deriver))
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -88,8 +88,9 @@ def test_one_poll_writes_what_each_namesrv_holds(cluster: RocketMQCluster) -> No
     by = {(e.namesrv, e.broker): e for e in events}
     assert "TBW102" in by[(ns1, "broker-a")].topics and "TBW102" not in by[(ns1, "broker-c")].topics
     assert by[(ns1, "broker-a")].data_version == by[(ns2, "broker-a")].data_version
-    # requests: 2 cluster lists + 5 data versions, 3 configurations + 3 topic tables
-    assert counters.get("routewatch_collect_requests_total", target="namesrv") == 7
+    # requests: 2 cluster lists, 2 topic lists, 5 data versions and 5 routes (each master's
+    # broker-named topic, from each NameServer listing it); 3 configurations + 3 topic tables
+    assert counters.get("routewatch_collect_requests_total", target="namesrv") == 14
     assert counters.get("routewatch_collect_requests_total", target="broker") == 6
     assert counters.get("routewatch_collect_errors_total") == 0
 
@@ -212,19 +213,6 @@ def _spool_events(spool: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _evaluate(events: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-    """The final alerts and every alert change the job's engine makes of ``events``
-    (streaming is imported here only: the tests may, the emitter may not)."""
-    from streaming.engine.runner import run_stream
-
-    for event in events:
-        assert validate(event) is None, event
-    ordered = sorted(events, key=lambda e: (e["ts"], e.get("seq", -1)))
-    arrivals = [(e["event_id"], e["ts"], e.get("seq"), orjson.dumps(e).decode()) for e in ordered]
-    run = run_stream(arrivals, lateness_ms=2_000)
-    return run.final_alerts(), run.cluster(CLUSTER).alert_changes
-
-
 def _metrics(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         return str(answer.read().decode())
@@ -287,7 +275,7 @@ def test_collect_opens_the_broker_side_alerts_on_a_real_cluster(
     assert {e["namesrv"] for e in events if e["broker"] == "broker-c"} == {
         cluster.namesrv_addr("ns1")
     }
-    final, alerts = _evaluate(events)
+    final, alerts = evaluate_events(events, CLUSTER)
     # the twin scenario's alerts, its topic names for this run's
     names = {skewed: "SkewTopic", stuck: "StuckTopic"}
     assert sorted(

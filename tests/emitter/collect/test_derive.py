@@ -8,7 +8,7 @@ import orjson
 from emitter.collect.derive import Deriver
 from emitter.collect.poller import BrokerView, NamesrvView, Snapshot
 from routewatch.codec import encode
-from routewatch.events import InferredAutoCreation
+from routewatch.events import HeldTopic, InferredAutoCreation
 from routewatch.remoting import DataVersion, TopicConfig, TopicTable
 from routewatch.validation import validate
 
@@ -70,9 +70,13 @@ def test_a_changed_version_or_setting_is_written_at_once() -> None:
 def test_each_namesrv_gets_the_table_at_the_version_it_holds() -> None:
     d = Deriver(30, source="t")
     d.derive(snap(0, {NS1: V1, NS2: V1}, T1))
-    # the broker's new table reached NS1 only: NS2 still holds the old one
+    # the broker's new table reached NS1 only: NS2 still holds the old one, and so routes a
+    # topic the broker no longer holds
     events = d.derive(snap(5_000, {NS1: V2, NS2: V1}, T2))
-    assert [(e.namesrv, e.data_version) for e in events] == [(NS1, "2000-2")]
+    assert [(e.namesrv, e.data_version) for e in events] == [(NS1, "2000-2"), (NS2, "1000-1")]
+    assert events[0].held is None
+    assert set(events[1].topics) == {"TBW102", "2024"}
+    assert events[1].held == {"2024": HeldTopic(held=False, perm=None)}
 
 
 def test_an_unreachable_broker_still_listed_keeps_its_heartbeats() -> None:

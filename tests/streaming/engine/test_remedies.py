@@ -78,9 +78,11 @@ def test_every_command_in_a_remedy_runs_as_pasted(
             assert result.returncode == 0, (command, result.stderr)
             (argv,) = [orjson.loads(line) for line in calls.read_text().splitlines()]
             flags = dict(zip(argv[1::2], argv[2::2], strict=True))
-            assert argv[0] == "updateTopic" and flags["-n"] == namesrvs, (command, argv)
-            assert flags["-t"] == alert.topic, (command, argv)
+            assert argv[0] in ("updateTopic", "deleteTopic"), (command, argv)
+            assert flags["-n"] == namesrvs and flags["-t"] == alert.topic, (command, argv)
             assert ("-c" in flags) != ("-b" in flags), (command, argv)
+            if argv[0] == "deleteTopic":  # (STALE_ROUTE's: retire the topic everywhere)
+                assert set(flags) == {"-n", "-c", "-t"}, (command, argv)
             if "-r" in flags:
                 assert flags["-r"] == flags["-w"] and flags["-r"].isdigit(), (command, argv)
 
@@ -92,4 +94,11 @@ def test_the_scenarios_give_every_remedy_that_holds_a_command() -> None:
         for a in run_stream(arrivals(name, seed=0), lateness_ms=2000).final_alerts()
         if COMMAND.search(a.remedy or "")
     }
-    assert kinds == {"PARTIAL_COVERAGE", "AT_RISK", "QUEUE_SKEW", "NO_ROUTE_INFO", "SEND_REJECTED"}
+    assert kinds == {
+        "PARTIAL_COVERAGE",
+        "AT_RISK",
+        "QUEUE_SKEW",
+        "NO_ROUTE_INFO",
+        "SEND_REJECTED",
+        "STALE_ROUTE",
+    }
