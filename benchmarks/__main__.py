@@ -9,7 +9,8 @@ development machine; nothing else should run meanwhile, since every figure is a 
 latency on a shared CPU.
 
 They need what the tests need, installed by ``bash .ci/install --test``: ``replay_rates`` and
-``detection_latency`` start a real Apache Kafka broker with :mod:`routewatch.testing.kafka`.
+``detection_latency`` start a real Apache Kafka broker with :mod:`routewatch.testing.kafka`,
+``collect_cost`` a real RocketMQ with :mod:`routewatch.testing.rocketmq`.
 Run them from the repository's root.
 """
 
@@ -23,7 +24,14 @@ import sys
 from benchmarks.results import HEADLINE_KEYS, LATEST, print_table
 from routewatch.cli import plain_text
 
-BENCHMARKS = ("replay_rates", "fleet_realtime", "kafka_read", "detection_latency", "api_load")
+BENCHMARKS = (
+    "replay_rates",
+    "fleet_realtime",
+    "kafka_read",
+    "detection_latency",
+    "api_load",
+    "collect_cost",
+)
 
 TARGETS = {
     "detection_latency_p95_s": "<= lateness bound + 2 s",

@@ -27,6 +27,9 @@ the parser, as every older client's does.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import itertools
 import socket
 import struct
@@ -201,6 +204,24 @@ def decode_payload(payload: bytes) -> Command:
 # -- the client ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Credentials:
+    """An account of a cluster with ACL enabled (``plain_acl.yml``): every request is signed as
+    RocketMQ's ``AclClientRPCHook`` signs it. The secret is never shown (``repr`` hides it)."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+
+    def sign(self, ext_fields: dict[str, str], body: bytes) -> dict[str, str]:
+        """``ext_fields`` with ``AccessKey`` and ``Signature``: HMAC-SHA1 with the secret, in
+        Base64, of the fields' values in the order of their names, then the body (4.9's
+        ``PlainAccessValidator`` checks it so)."""
+        fields = {**ext_fields, "AccessKey": self.access_key}
+        content = "".join(fields[k] for k in sorted(fields)).encode() + body
+        digest = hmac.new(self.secret_key.encode(), content, hashlib.sha1).digest()
+        return {**fields, "Signature": base64.b64encode(digest).decode()}
+
+
 class Connection:
     """One TCP connection to a NameServer or broker, opened on first use and after a failure.
 
@@ -208,9 +229,12 @@ class Connection:
     (``TimeoutError`` when nothing, or not all, came within ``timeout``) or a
     :class:`ProtocolError`, and the connection is closed then."""
 
-    def __init__(self, addr: str, timeout: float = 3.0) -> None:
+    def __init__(
+        self, addr: str, timeout: float = 3.0, credentials: Credentials | None = None
+    ) -> None:
         self.addr = addr
         self.timeout = timeout
+        self.credentials = credentials
         self._sock: socket.socket | None = None
 
     def __enter__(self) -> Connection:
@@ -232,8 +256,11 @@ class Connection:
         *,
         version: int = LEGACY_CLIENT_VERSION,
     ) -> Command:
+        fields = ext_fields or {}
+        if self.credentials is not None:
+            fields = self.credentials.sign(fields, body)
         request = Command(
-            code=code, opaque=next(_opaque), ext_fields=ext_fields or {}, body=body, version=version
+            code=code, opaque=next(_opaque), ext_fields=fields, body=body, version=version
         )
         deadline = time.monotonic() + self.timeout
         try:
@@ -575,31 +602,39 @@ def namesrv_data_version(
     return parse_data_version(answer.body) if answer.body else None
 
 
-def broker_topics(addr: str, *, timeout: float = 3.0) -> dict[str, TopicConfig]:
+def broker_topics(
+    addr: str, *, timeout: float = 3.0, credentials: Credentials | None = None
+) -> dict[str, TopicConfig]:
     """The topic table of the broker at ``addr``: what it registers with its NameServers."""
-    with Connection(addr, timeout) as conn:
+    with Connection(addr, timeout, credentials) as conn:
         body = conn.ask(GET_ALL_TOPIC_CONFIG, "the topic table")
     return parse_topic_table(body).topics
 
 
-def broker_config(addr: str, *, timeout: float = 3.0) -> dict[str, str]:
+def broker_config(
+    addr: str, *, timeout: float = 3.0, credentials: Credentials | None = None
+) -> dict[str, str]:
     """The configuration the broker at ``addr`` runs with now (every property, as text)."""
-    with Connection(addr, timeout) as conn:
+    with Connection(addr, timeout, credentials) as conn:
         return parse_properties(conn.ask(GET_BROKER_CONFIG, "the broker configuration"))
 
 
-def broker_runtime_info(addr: str, *, timeout: float = 3.0) -> dict[str, str]:
+def broker_runtime_info(
+    addr: str, *, timeout: float = 3.0, credentials: Credentials | None = None
+) -> dict[str, str]:
     """The broker's run-time figures (``mqadmin brokerStatus``); a frozen broker times out."""
-    with Connection(addr, timeout) as conn:
+    with Connection(addr, timeout, credentials) as conn:
         body = conn.ask(GET_BROKER_RUNTIME_INFO, "the run-time figures")
     table = _json(body, "the run-time figures").get("table") or {}
     return {str(k): str(v) for k, v in table.items()}
 
 
-def delete_topic_in_broker(addr: str, topic: str, *, timeout: float = 3.0) -> None:
+def delete_topic_in_broker(
+    addr: str, topic: str, *, timeout: float = 3.0, credentials: Credentials | None = None
+) -> None:
     """Delete ``topic`` from the topic table of the broker at ``addr`` only (what ``mqadmin
     deleteTopic`` asks of each master before it asks the NameServers)."""
-    with Connection(addr, timeout) as conn:
+    with Connection(addr, timeout, credentials) as conn:
         answer = conn.call(DELETE_TOPIC_IN_BROKER, {"topic": topic})
     if answer.code != SUCCESS:
         raise RemotingError(f"deleting {topic} on the broker at {addr}: {answer.remark}")

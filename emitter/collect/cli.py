@@ -125,7 +125,12 @@ def _run(args: argparse.Namespace) -> int:
                 f"cannot serve /metrics on {host}:{settings.collect_metrics_port} "
                 f"({exc.strerror}): set ROUTEWATCH_COLLECT_METRICS_PORT to a free port, or 0."
             ) from None
-    poller = Poller(namesrvs, counters, settings.collect_timeout_s) if namesrvs else None
+    credentials = settings.credentials()
+    poller = (
+        Poller(namesrvs, counters, settings.collect_timeout_s, credentials=credentials)
+        if namesrvs
+        else None
+    )
     forwarder = Forwarder(forward, sink, counters) if forward else None
     collector = Collector(
         poller,
@@ -149,7 +154,10 @@ def _run(args: argparse.Namespace) -> int:
     }[args.to]
     doing = []
     if namesrvs:
-        doing.append(f"watching {';'.join(namesrvs)} every {settings.collect_poll_interval_s:g} s")
+        signed = f", signing as {credentials.access_key}" if credentials else ""
+        doing.append(
+            f"watching {';'.join(namesrvs)} every {settings.collect_poll_interval_s:g} s{signed}"
+        )
     if forward:
         doing.append(
             f"forwarding the files of {', '.join(map(str, forward))} every "

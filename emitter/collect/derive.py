@@ -18,15 +18,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from emitter.collect.poller import BrokerKey, Snapshot
-from emitter.collect.routes import RouteViews
+from emitter.collect.routes import FULL_CHECK_AFTER_MS, RouteViews
 from emitter.inference import AutoCreateInference, MasterTable
 from routewatch.events import Heartbeat, HeldTopic, InferredAutoCreation, TopicConfig
 from routewatch.remoting import DataVersion, TopicRoute
-from routewatch.rocketmq import TBW102
+from routewatch.rocketmq import PERM_READ, PERM_WRITE, TBW102
 
 __all__ = ["Deriver"]
 
@@ -52,18 +53,26 @@ class _Written:
 class Deriver:
     """Turns each :class:`Snapshot` into the heartbeats to write, keeping what was written."""
 
-    def __init__(self, heartbeat_interval_s: float = 30.0, source: str | None = None) -> None:
+    def __init__(
+        self,
+        heartbeat_interval_s: float = 30.0,
+        source: str | None = None,
+        full_check_after_ms: int = FULL_CHECK_AFTER_MS,
+    ) -> None:
         self.interval_ms = int(heartbeat_interval_s * 1000)
         self.source = source or f"collect-{uuid.uuid4().hex[:8]}"
         self.seq = 0
         self._tables: dict[tuple[str, DataVersion], dict[str, TopicConfig]] = {}
         self._configs: dict[str, tuple[bool, int]] = {}  # broker addr -> last known settings
+        self._permission: dict[str, int] = {}  # broker addr -> brokerPermission
+        # (addr, version, brokerPermission) -> that table as the broker registers it
+        self._registered: dict[tuple[str, DataVersion, int], dict[str, TopicConfig]] = {}
         self._written: dict[tuple[str, BrokerKey], _Written] = {}  # (namesrv, broker) -> last
         self._waiting: set[tuple[str, BrokerKey]] = set()  # logged as not yet writable
         self.inference = AutoCreateInference()
         # (cluster, master) -> (address, version, settings) at the inference's last look
         self._looked: dict[tuple[str, str], tuple[str, DataVersion | None, Any]] = {}
-        self.routes = RouteViews()
+        self.routes = RouteViews(full_check_after_ms)
         self._absorbed: int | None = None  # id of the snapshot whose tables were taken in
 
     # -- the route questions (emitter.collect.poller.RouteAsker) --------------------------------
@@ -71,6 +80,21 @@ class Deriver:
     def _newest(self, addr: str) -> DataVersion | None:
         versions = [v for a, v in self._tables if a == addr]
         return max(versions) if versions else None
+
+    def _as_registered(self, addr: str, version: DataVersion) -> dict[str, TopicConfig]:
+        """The broker's table at ``version`` as it registers it: a ``brokerPermission`` without
+        the read or the write bit becomes every topic's perm (``registerBrokerAll``)."""
+        table = self._tables[(addr, version)]
+        permission = self._permission.get(addr, PERM_READ | PERM_WRITE)
+        if permission & PERM_READ and permission & PERM_WRITE:
+            return table
+        key = (addr, version, permission)
+        registered = self._registered.get(key)
+        if registered is None:
+            registered = self._registered[key] = {
+                t: dataclasses.replace(c, perm=permission) for t, c in table.items()
+            }
+        return registered
 
     def _bases(self, view_ns: Any) -> dict[str, _Base]:
         """The masters ``view_ns`` lists with a version it holds: name -> the table at that
@@ -80,14 +104,11 @@ class Deriver:
             version = view_ns.versions.get(addr)
             if broker_id != 0 or version is None:
                 continue
-            table = self._tables.get((addr, version))
-            seen = table is not None
-            if table is None:
-                newest = self._newest(addr)
-                if newest is None:
-                    continue
-                table = self._tables[(addr, newest)]
-            bases[name] = (addr, version, table, seen)
+            seen = (addr, version) in self._tables
+            base = version if seen else self._newest(addr)
+            if base is None:
+                continue
+            bases[name] = (addr, version, self._as_registered(addr, base), seen)
         return bases
 
     def route_questions(self, snap: Snapshot) -> dict[str, set[str]]:
@@ -99,9 +120,28 @@ class Deriver:
             newest = self._newest(addr)
             held |= self._tables[(addr, newest)].keys() if newest is not None else set()
         return {
-            ns: self.routes.questions(ns, self._bases(view), view.topics, held)
+            ns: self.routes.questions(
+                ns, self._bases(view), view.topics, held, view.ts, self._elsewhere(view)
+            )
             for ns, view in snap.namesrvs.items()
         }
+
+    def _elsewhere(self, view_ns: Any) -> Callable[[str], set[str]]:
+        """For a master ``view_ns`` lists: the topics the other masters of its cluster listed
+        there hold (their newest tables) and it does not."""
+
+        def topics(name: str) -> set[str]:
+            masters = {n: (c, a) for (c, n, i), a in view_ns.brokers.items() if i == 0}
+            cluster, addr = masters[name]
+            own = self._newest(addr)
+            out: set[str] = set()
+            for other, (c, a) in masters.items():
+                newest = self._newest(a)
+                if other != name and c == cluster and newest is not None:
+                    out |= self._tables[(a, newest)].keys()
+            return out - (self._tables[(addr, own)].keys() if own is not None else set())
+
+        return topics
 
     def route_answers(self, snap: Snapshot, ns: str, routes: dict[str, TopicRoute | None]) -> None:
         self.routes.answers(ns, self._bases(snap.namesrvs[ns]), routes)
@@ -134,6 +174,7 @@ class Deriver:
         self._absorbed = id(snap)
         for addr, broker in snap.brokers.items():
             self._configs[addr] = (broker.auto_create_topic_enable, broker.default_topic_queue_nums)
+            self._permission[addr] = broker.broker_permission
             table = broker.table
             if table is not None:
                 # The first table seen at a version is the one registered under it: a broker can
@@ -198,7 +239,8 @@ class Deriver:
             newest = self._newest(addr)
             if newest is None:
                 return None
-            base, table = newest, self._tables[(addr, newest)]
+            base = newest
+        table = self._as_registered(addr, base)
         own = self._tables[(addr, self._newest(addr) or base)]
         view = self.routes.view(ns, key[1], table, own, str(version), seen=seen)
         if not view.complete:
@@ -289,3 +331,5 @@ class Deriver:
         used |= set(newest.items())
         for item in [k for k in self._tables if k not in used]:
             del self._tables[item]
+        for key in [k for k in self._registered if k[:2] not in self._tables]:
+            del self._registered[key]

@@ -44,6 +44,7 @@ class BrokerView:
     auto_create_topic_enable: bool
     default_topic_queue_nums: int
     table: TopicTable | None = None  # None: not asked this poll
+    broker_permission: int = 6  # brokerPermission: a read-only one is every topic's registered perm
 
 
 @dataclass
@@ -72,6 +73,17 @@ def _reason(exc: BaseException) -> tuple[str, str]:
         return "timeout", str(exc) or "timed out"
     if isinstance(exc, remoting.ProtocolError):
         return "garbage", f"answered something that is not RocketMQ's protocol ({exc})"
+    if isinstance(exc, remoting.RemotingError) and "AclException" in str(exc):
+        if "No accessKey" in str(exc):
+            return "refused", (
+                "refuses unsigned requests: ACL is enabled there; set "
+                "ROUTEWATCH_COLLECT_ACCESS_KEY and ROUTEWATCH_COLLECT_SECRET_KEY to an account "
+                "of its plain_acl.yml"
+            )
+        return "refused", (
+            f"refuses the collector's ACL credentials ({exc}); check ROUTEWATCH_COLLECT_ACCESS_KEY "
+            "and ROUTEWATCH_COLLECT_SECRET_KEY against its plain_acl.yml"
+        )
     if isinstance(exc, remoting.RemotingError):
         return "refused", f"refused the request ({exc})"
     if isinstance(exc, ConnectionRefusedError):
@@ -90,8 +102,11 @@ class Poller:
         counters: Counters,
         timeout: float = 3.0,
         clock: Callable[[], float] = time.time,
+        *,
+        credentials: remoting.Credentials | None = None,
     ) -> None:
         self.namesrvs = namesrvs
+        self.credentials = credentials
         self.counters = counters
         self.timeout = timeout
         self.clock = clock
@@ -106,7 +121,7 @@ class Poller:
     def _conn(self, addr: str) -> Connection:
         conn = self._conns.get(addr)
         if conn is None:
-            conn = self._conns[addr] = Connection(addr, self.timeout)
+            conn = self._conns[addr] = Connection(addr, self.timeout, self.credentials)
         return conn
 
     def _failed(
@@ -230,7 +245,13 @@ class Poller:
             self._failed("broker", addr, exc, consequence, key[1])
             return None
         self._answered("broker", addr, key[1])
-        return BrokerView(addr, auto == "true", int(queues))
+        permission = config.get("brokerPermission", "6")
+        return BrokerView(
+            addr,
+            auto == "true",
+            int(queues),
+            broker_permission=int(permission) if permission.isdigit() else 6,
+        )
 
     def _table(self, addr: str, key: BrokerKey) -> TopicTable | None:
         try:

@@ -12,22 +12,23 @@ table lacks (a *stale* route), one it does not route, other counts.
 
 Route queries are asked only where the views can differ (docs/collect.md has the cost table):
 each round the sentinel of each master, the topics of a known override again, the topics that
-a NameServer lists but no broker's table holds; when a broker's table changes, the topics it
+a NameServer lists but no broker's table holds; at the first look at a master, the topics other
+masters of its cluster hold and it does not; when a broker's table changes, the topics it
 dropped; and every topic of the broker once, when the sentinel's answer fits no known transform
-or the NameServer holds a version of the table the collector never saw.
+or the NameServer has held a version of the table the collector never saw for 35 s.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from routewatch.events import TopicConfig
 from routewatch.remoting import DataVersion, TopicRoute
 from routewatch.rocketmq import PERM_READ, PERM_WRITE
 
-__all__ = ["AS_REGISTERED", "RouteViews", "Transform", "View", "transformed"]
+__all__ = ["AS_REGISTERED", "FULL_CHECK_AFTER_MS", "RouteViews", "Transform", "View", "transformed"]
 
 Transform = str
 AS_REGISTERED: Transform = "as_registered"
@@ -35,6 +36,11 @@ WRITE_WIPED: Transform = "write_wiped"  # mqadmin wipeWritePerm: perm & ~W
 WRITE_ADDED: Transform = "write_added"  # mqadmin addWritePerm: perm = R|W
 UNKNOWN: Transform = "unknown"  # every topic asked: the overrides say it all
 ADDED_PERM = PERM_READ | PERM_WRITE
+# A NameServer holding a version of a table never read is most often a race (the broker changed
+# its table again between the NameServer's answer and the broker's): its next registration, at
+# most 30 s later, brings the newest. Only a NameServer that still holds an unread version after
+# this long is asked topic by topic (meanwhile, what was last written for it is renewed).
+FULL_CHECK_AFTER_MS = 35_000
 
 
 def transformed(config: TopicConfig, transform: Transform) -> TopicConfig:
@@ -90,10 +96,12 @@ class _Known:
     base: tuple[str, DataVersion] | None = None  # the table the view was checked against
     base_topics: frozenset[str] = frozenset()
     seen: bool = True  # whether the NameServer's version of that table was ever seen
+    unseen_since: int | None = None  # since when the NameServer holds that unseen version (ms)
     transform: Transform = AS_REGISTERED
     overrides: dict[str, TopicConfig | None] = field(default_factory=dict)
     checked_all: bool = False  # every topic of the base asked since the transform was learnt
     dropped: frozenset[str] = frozenset()  # topics the broker dropped, to ask about once
+    looked: bool = False  # the first look asked about the topics its cluster's others hold
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,8 @@ class RouteViews:
     """The route views of every (NameServer, master); ``questions`` -> the poller asks ->
     ``answers``, in up to a few passes per round, then ``view``."""
 
-    def __init__(self) -> None:
+    def __init__(self, full_check_after_ms: int = FULL_CHECK_AFTER_MS) -> None:
+        self.full_check_after_ms = full_check_after_ms
         self._known: dict[tuple[str, str], _Known] = {}
         self._asked: dict[str, set[str]] = {}  # this round's questions, by NameServer
         self._answered: dict[str, set[str]] = {}  # this round's answers, by NameServer
@@ -126,11 +135,16 @@ class RouteViews:
         bases: dict[str, tuple[str, DataVersion, dict[str, TopicConfig], bool]],
         listed: frozenset[str] | None,
         held: set[str],
+        now: int = 0,
+        elsewhere: Callable[[str], set[str]] = lambda name: set(),
     ) -> set[str]:
         """The topics whose route to ask ``ns`` now. ``bases``: master name -> (address, the
         version ``ns`` holds, that table — or the broker's newest when that version was never
         seen —, whether it was seen); ``listed``: the NameServer's topic list; ``held``: every
-        topic some broker's own table holds."""
+        topic some broker's own table holds; ``now``: the round's time, ms; ``elsewhere(name)``:
+        the topics other masters of that master's cluster hold and it does not (asked at the
+        first look at it: one deleted there before the collector started may still be routed
+        to it)."""
         wanted: set[str] = set()
         first = ns not in self._asked
         for name, (addr, version, table, seen) in bases.items():
@@ -138,6 +152,7 @@ class RouteViews:
             if known.base != (addr, version) or known.seen != seen:
                 known.dropped = known.base_topics - table.keys()
                 known.base, known.seen = (addr, version), seen
+                known.unseen_since = None if seen else now
                 known.base_topics = frozenset(table)
                 known.transform, known.checked_all = AS_REGISTERED, False
                 # a new version applied on the NameServer updates every topic of the table
@@ -147,7 +162,14 @@ class RouteViews:
                 if sentinel is not None:
                     wanted.add(sentinel)
                 wanted |= known.overrides.keys() | known.dropped
-            if (known.transform == UNKNOWN or not seen) and not known.checked_all:
+                if not known.looked:
+                    wanted |= elsewhere(name)
+            lagging = (
+                not seen
+                and known.unseen_since is not None
+                and now - known.unseen_since >= self.full_check_after_ms
+            )
+            if (known.transform == UNKNOWN or lagging) and not known.checked_all:
                 wanted |= table.keys()
         if first and listed is not None:
             wanted |= listed - held
@@ -186,6 +208,7 @@ class RouteViews:
                 else:
                     known.overrides.pop(topic, None)
             known.dropped = known.dropped - routes.keys()
+            known.looked = True
 
     def view(
         self,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from emitter.settings import EmitterSettings
+from routewatch.remoting import Credentials
 
 __all__ = ["CollectSettings"]
 
@@ -63,6 +64,31 @@ class CollectSettings(EmitterSettings):
         description="Seconds between two looks into the forwarded directories: it adds to the "
         "client events' detection latency.",
     )
+
+    collect_access_key: str = Field(
+        default="",
+        description="For a cluster with ACL enabled (aclEnable=true): the access key of an "
+        "account of its plain_acl.yml; every request is signed with it (docs/collect.md).",
+    )
+    collect_secret_key: SecretStr = Field(
+        default=SecretStr(""),
+        description="That account's secret key (never logged or shown).",
+    )
+
+    @model_validator(mode="after")
+    def _both_keys(self) -> CollectSettings:
+        if bool(self.collect_access_key) != bool(self.collect_secret_key.get_secret_value()):
+            raise ValueError(
+                "ROUTEWATCH_COLLECT_ACCESS_KEY and ROUTEWATCH_COLLECT_SECRET_KEY go together: "
+                "set both (a cluster with ACL enabled) or neither"
+            )
+        return self
+
+    def credentials(self) -> Credentials | None:
+        """The ACL account to sign requests with, if one is set."""
+        if not self.collect_access_key:
+            return None
+        return Credentials(self.collect_access_key, self.collect_secret_key.get_secret_value())
 
     @field_validator("collect_forward_dirs", mode="before")
     @classmethod

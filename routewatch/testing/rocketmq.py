@@ -155,7 +155,12 @@ def java_env(home: Path, *, server: bool = False) -> dict[str, str]:
 
 
 def java_command(
-    home: Path, user_home: Path, heap: tuple[str, ...], main: str, process: str = "tools"
+    home: Path,
+    user_home: Path,
+    heap: tuple[str, ...],
+    main: str,
+    process: str = "tools",
+    extra: tuple[str, ...] = (),
 ) -> list[str]:
     """``java`` with RocketMQ's class path and flags and its own ``user.home``.
 
@@ -178,6 +183,7 @@ def java_command(
         QUICK_JIT,
         f"-Duser.home={user_home}",
         *flags,
+        *extra,
         "-cp",
         str(home / "lib" / "*"),
         main,
@@ -200,6 +206,9 @@ class BrokerSpec:
     default_topic_queue_nums: int = 8
     broker_id: int = 0
     properties: Mapping[str, str] = field(default_factory=dict)
+    # ACL enabled (aclEnable=true), with this one account (not an admin) in its plain_acl.yml:
+    # every request to it must be signed with these credentials
+    acl: remoting.Credentials | None = None
 
     @property
     def key(self) -> str:
@@ -264,6 +273,10 @@ class _Process:
     def config(self) -> Path:
         raise NotImplementedError
 
+    def jvm_flags(self) -> tuple[str, ...]:
+        """Flags of this process's JVM beyond the common ones."""
+        return ()
+
     def spawn(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         config = self.config()
@@ -271,7 +284,9 @@ class _Process:
         with self.log.open("ab") as out:
             self._proc = subprocess.Popen(
                 [
-                    *java_command(self.home, self.dir, self.heap, self.main, self.process),
+                    *java_command(
+                        self.home, self.dir, self.heap, self.main, self.process, self.jvm_flags()
+                    ),
                     "-c",
                     str(config),
                 ],
@@ -443,8 +458,27 @@ class Broker(_Process):
         }
         if spec.broker_id > 0:
             props["brokerRole"] = "SLAVE"
+        if spec.acl is not None:
+            props["aclEnable"] = "true"
         props.update(spec.properties)
         return props
+
+    def jvm_flags(self) -> tuple[str, ...]:
+        """With ACL, where its plain_acl.yml is: RocketMQ reads the file named by
+        ``rocketmq.acl.plain.file`` relative to its home, so the path climbs out of it."""
+        if self.spec.acl is None:
+            return ()
+        acl = self.dir / "plain_acl.yml"
+        acl.write_text(
+            "globalWhiteRemoteAddresses: []\n"
+            "accounts:\n"
+            f"  - accessKey: {self.spec.acl.access_key}\n"
+            f"    secretKey: {self.spec.acl.secret_key}\n"
+            "    admin: false\n"
+            "    defaultTopicPerm: PUB|SUB\n"
+            "    defaultGroupPerm: PUB|SUB\n"
+        )
+        return (f"-Drocketmq.acl.plain.file={os.path.relpath(acl, self.home)}",)
 
     def config(self) -> Path:
         path = self.dir / "broker.properties"
@@ -471,14 +505,14 @@ class Broker(_Process):
         ``NoSuchElementException`` from ``LinkedList.getLast``), and ``mqadmin clusterList``
         fails with it."""
         try:
-            remoting.broker_runtime_info(self.addr)
+            remoting.broker_runtime_info(self.addr, credentials=self.spec.acl)
         except (OSError, remoting.RemotingError):
             return False
         return True
 
     def topics(self) -> dict[str, remoting.TopicConfig]:
         """The broker's topic table, asked of the broker itself."""
-        return remoting.broker_topics(self.addr)
+        return remoting.broker_topics(self.addr, credentials=self.spec.acl)
 
     def registrations(self) -> int:
         """How many registrations with a NameServer the broker has logged as done (its
@@ -491,12 +525,12 @@ class Broker(_Process):
 
     def running_config(self) -> dict[str, str]:
         """The properties the broker runs with now, asked of the broker itself."""
-        return remoting.broker_config(self.addr)
+        return remoting.broker_config(self.addr, credentials=self.spec.acl)
 
     def answers(self, timeout: float = 2.0) -> bool:
         """True if the broker answers a request (its run-time figures) within ``timeout``."""
         try:
-            remoting.broker_runtime_info(self.addr, timeout=timeout)
+            remoting.broker_runtime_info(self.addr, timeout=timeout, credentials=self.spec.acl)
         except OSError:
             return False
         return True

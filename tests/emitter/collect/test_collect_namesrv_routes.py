@@ -124,3 +124,31 @@ def test_the_collector_writes_what_the_namesrv_routes_and_the_alerts_follow(
         "stale_routes": {ns: ["broker-b"]},
         "brokers_holding_topic": ["broker-a"],
     }
+
+
+def test_a_read_only_broker_permission_is_what_the_namesrv_routes(
+    cluster: RocketMQCluster,
+) -> None:
+    ns = cluster.namesrv_addr("ns1")
+    cluster.update_broker_config("broker-b", "brokerPermission", "4")
+    try:
+        wait_for(lambda: _perm(ns, "broker-b", "broker-b") == 4, 30, "broker-b read-only")
+        watch = Watch(ns)
+        try:
+            readonly = watch.poll()["broker-b"]  # (checked against every route, as every poll)
+            asked = watch.poller.counters.get("routewatch_collect_requests_total", target="namesrv")
+        finally:
+            watch.poller.close()
+        # registered so by the broker itself: every topic it holds read-only; Both, deleted there
+        # by the test above and still routed, keeps the perm it was routed with
+        assert {t: c.perm for t, c in readonly.topics.items() if c.perm != 4} == {"Both": 6}
+        # no topic asked one by one: the cluster list, the topic list, 2 data versions, 2
+        # sentinels, and at this first look the topics one master holds and the other does not
+        # (Stuck and Both, on broker-a only; Later, on broker-b only)
+        assert asked == 9
+        assert readonly.held == {
+            "Both": HeldTopic(held=False, perm=None),
+            TBW102: HeldTopic(held=True, perm=7),
+        }
+    finally:
+        cluster.update_broker_config("broker-b", "brokerPermission", "6")
