@@ -319,6 +319,74 @@ def _brokers_row() -> list[statetimeline.Panel | timeseries.Panel]:
     ]
 
 
+def _collector_row() -> list[timeseries.Panel]:
+    rate = "[$__rate_interval]"
+    return [
+        _timeseries(
+            "Collector: seconds since its last round",
+            "Seconds since each routewatch collect (job routewatch-collect) finished a poll "
+            "round; its rounds come every ROUTEWATCH_COLLECT_POLL_INTERVAL_S (10 s). Over 60 s "
+            "(RoutewatchCollectorStalled) it hangs on a request or its sink; no line at all "
+            "while it should run: it is down (RoutewatchCollectorDown). When it is a cluster's "
+            "only source, routewatch judges nothing of that cluster meanwhile; check its log.",
+            [_query("time() - routewatch_collect_last_round_timestamp_seconds", "{{instance}}")],
+            unit="s",
+            span=8,
+        ),
+        _timeseries(
+            "Collector: NameServers and brokers not answering",
+            "NameServers and brokers that did not answer the collector's last round, and failed "
+            "requests per second by reason. A NameServer down or cut off from the collector "
+            "shows here first; check the address, the network and the process (the collector's "
+            "log names each one once).",
+            [
+                _query("routewatch_collect_targets_down", "{{target}} down", ref="A"),
+                _query(
+                    f"sum by (target, reason) (rate(routewatch_collect_errors_total{rate}))",
+                    "{{target}} {{reason}}/s",
+                    ref="B",
+                ),
+            ],
+            span=8,
+        ),
+        _timeseries(
+            "Collector: work per second",
+            "Rounds, requests and events written per second by each collector, and the client "
+            "library's events it forwards (files, events, bad lines skipped, failures). Requests "
+            "per round stay flat in a steady cluster (docs/collect.md has the cost table); a "
+            "rise means topics are asked one by one.",
+            [
+                _query(f"rate(routewatch_collect_polls_total{rate})", "rounds/s", ref="A"),
+                _query(
+                    f"sum by (target) (rate(routewatch_collect_requests_total{rate}))",
+                    "{{target}} requests/s",
+                    ref="B",
+                ),
+                _query(f"rate(routewatch_collect_events_written_total{rate})", "events/s", ref="C"),
+                _query(
+                    f"rate(routewatch_collect_forward_files_total{rate})", "files fwd/s", ref="D"
+                ),
+                _query(
+                    f"rate(routewatch_collect_forward_events_total{rate})",
+                    "client events fwd/s",
+                    ref="E",
+                ),
+                _query(
+                    f"rate(routewatch_collect_forward_lines_skipped_total{rate})",
+                    "bad lines/s",
+                    ref="F",
+                ),
+                _query(
+                    f"sum by (reason) (rate(routewatch_collect_forward_errors_total{rate}))",
+                    "fwd {{reason}} failures/s",
+                    ref="G",
+                ),
+            ],
+            span=8,
+        ),
+    ]
+
+
 def _pipeline_row() -> list[timeseries.Panel]:
     return [
         _timeseries(
@@ -444,6 +512,7 @@ def build() -> model.Dashboard:
         ("Topic routes", _topics_row()),
         ("Brokers and NameServers", _brokers_row()),
         ("Pipeline health", _pipeline_row()),
+        ("Collector", _collector_row()),
     ]
     for title, panels in rows:
         board = board.with_row(dash.Row(title))

@@ -37,6 +37,8 @@ AlertKind = Literal[
     "QUEUE_SKEW",
     "NAMESRV_DIVERGENCE",
     "STALE_ROUTE",
+    "COLLECTOR_SILENT",
+    "NAMESRV_UNREACHABLE",
 ]
 Severity = Literal["critical", "warning", "info"]
 AlertState = Literal["open", "resolved"]

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 __all__ = [
     "CONTRACT_VERSION",
     "EVENT_CLASSES",
+    "CollectorRound",
     "DeliveredStatus",
     "Envelope",
     "Event",
@@ -25,6 +26,7 @@ __all__ = [
     "HeldTopic",
     "InferredAutoCreation",
     "InferredFound",
+    "NamesrvReach",
     "PullResult",
     "QueueData",
     "Role",
@@ -136,6 +138,26 @@ class Heartbeat(Envelope):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NamesrvReach:
+    """Whether an observer's round reached one NameServer: ``reached``, or since when (epoch ms,
+    its first failed round of the present run of failures) it has not."""
+
+    reached: bool
+    unreachable_since: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectorRound(Envelope):
+    """One round of an observer of a cluster (``routewatch collect``), written after the round's
+    heartbeats: which of its NameServers it reached, and how often it looks."""
+
+    TYPE: ClassVar[str] = "collector_round"
+    collector: str
+    interval_ms: int
+    namesrvs: dict[str, NamesrvReach]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RoutePull(Envelope):
     """A client asked a NameServer (or had none to ask) for a topic's route."""
 
@@ -168,10 +190,10 @@ class Send(Envelope):
     auto_created: bool | None = optional()
 
 
-Event = Heartbeat | RoutePull | Send
+Event = Heartbeat | RoutePull | Send | CollectorRound
 
-EVENT_CLASSES: dict[str, type[Heartbeat] | type[RoutePull] | type[Send]] = {
-    cls.TYPE: cls for cls in (Heartbeat, RoutePull, Send)
+EVENT_CLASSES: dict[str, type[Heartbeat] | type[RoutePull] | type[Send] | type[CollectorRound]] = {
+    cls.TYPE: cls for cls in (Heartbeat, RoutePull, Send, CollectorRound)
 }
 
 

@@ -10,7 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Final
 
-from routewatch.events import CONTRACT_VERSION
+from routewatch.events import CONTRACT_VERSION, EVENT_CLASSES
 from routewatch.wire import WireField, wire_fields
 
 __all__ = ["BAD_INPUT_REASONS", "LINE_REASONS", "READ_REASONS", "BadInput", "validate"]
@@ -204,7 +204,7 @@ def validate(obj: Any) -> BadInput | None:
     return _explain(obj)
 
 
-_EVENT_TYPES = frozenset(("heartbeat", "route_pull", "send"))
+_EVENT_TYPES = frozenset(EVENT_CLASSES)
 
 
 def _explain(obj: Any) -> BadInput | None:
@@ -217,11 +217,11 @@ def _explain(obj: Any) -> BadInput | None:
             return BadInput("missing_field", "event.v is missing")
         return BadInput("unknown_version", f"event.v is {version!r}; this monitor reads version 1")
     event_type = obj.get("type")
-    if event_type not in ("heartbeat", "route_pull", "send"):
+    if type(event_type) is not str or event_type not in _EVENT_TYPES:
         if "type" not in obj:
             return BadInput("missing_field", "event.type is missing")
         return BadInput(
             "unknown_type",
-            f"event.type is {event_type!r}, not one of heartbeat, route_pull, send",
+            f"event.type is {event_type!r}, not one of {', '.join(EVENT_CLASSES)}",
         )
     return _check_record(wire_fields(event_type), obj, event_type, obj.get("role"))

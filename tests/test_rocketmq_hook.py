@@ -103,11 +103,12 @@ class Collector:
     def heartbeats(self) -> list[dict[str, Any]]:
         if not self.spool.is_dir():
             return []
-        return [
+        events = (
             orjson.loads(line)
             for path in sorted(self.spool.glob("[0-9]*.jsonl"))
             for line in path.read_bytes().splitlines()
-        ]
+        )
+        return [e for e in events if e["type"] == "heartbeat"]  # (not its rounds' reports)
 
     def stop(self) -> None:
         """SIGTERM by PID (it publishes what it wrote), SIGKILL if it does not exit."""

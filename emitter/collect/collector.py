@@ -13,6 +13,7 @@ from emitter.collect.metrics import Counters
 from emitter.collect.poller import Poller
 from emitter.replay.sinks import Sink
 from routewatch.codec import encode
+from routewatch.events import CollectorRound, Heartbeat
 
 __all__ = ["Collector"]
 
@@ -67,11 +68,17 @@ class Collector:
         if self.poller is None:
             return 0
         snap = self.poller.poll(self.deriver.known, self.deriver)
-        events = self.deriver.derive(snap)
+        events: list[Heartbeat | CollectorRound] = list(self.deriver.derive(snap))
+        ts = int(self.poller.clock() * 1000)
+        events += self.deriver.rounds(
+            self.poller.namesrvs, snap, ts, int(self.poll_interval_s * 1000)
+        )
         for event in events:
-            self.sink.write(encode(event), f"{event.cluster}/{event.broker}".encode())
+            what = event.broker if isinstance(event, Heartbeat) else "collector"
+            self.sink.write(encode(event), f"{event.cluster}/{what}".encode())
         self.sink.poll()
         self.counters.inc("routewatch_collect_events_written_total", len(events))
+        self.counters.set("routewatch_collect_last_round_timestamp_seconds", ts / 1000)
         return len(events)
 
     def run(self) -> None:

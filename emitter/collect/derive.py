@@ -25,7 +25,14 @@ from typing import Any
 from emitter.collect.poller import BrokerKey, Snapshot
 from emitter.collect.routes import FULL_CHECK_AFTER_MS, RouteViews
 from emitter.inference import AutoCreateInference, MasterTable
-from routewatch.events import Heartbeat, HeldTopic, InferredAutoCreation, TopicConfig
+from routewatch.events import (
+    CollectorRound,
+    Heartbeat,
+    HeldTopic,
+    InferredAutoCreation,
+    NamesrvReach,
+    TopicConfig,
+)
 from routewatch.remoting import DataVersion, TopicRoute
 from routewatch.rocketmq import PERM_READ, PERM_WRITE, TBW102
 
@@ -73,6 +80,8 @@ class Deriver:
         # (cluster, master) -> (address, version, settings) at the inference's last look
         self._looked: dict[tuple[str, str], tuple[str, DataVersion | None, Any]] = {}
         self.routes = RouteViews(full_check_after_ms)
+        self._clusters: set[str] = set()  # every cluster a NameServer listed
+        self._unreached: dict[str, int] = {}  # NameServer -> its first failed round, while failing
         self._absorbed: int | None = None  # id of the snapshot whose tables were taken in
 
     # -- the route questions (emitter.collect.poller.RouteAsker) --------------------------------
@@ -168,6 +177,40 @@ class Deriver:
         )
         self._prune(snap)
         return events
+
+    def rounds(
+        self, namesrvs: list[str], snap: Snapshot, ts: int, interval_ms: int
+    ) -> list[CollectorRound]:
+        """The round's report, one per cluster seen so far, written after its heartbeats: which
+        of ``namesrvs`` answered this round, and since when the others have not."""
+        for view in snap.namesrvs.values():
+            self._clusters |= {cluster for cluster, _, _ in view.brokers}
+        for ns in namesrvs:
+            if ns in snap.namesrvs:
+                self._unreached.pop(ns, None)
+            else:
+                self._unreached.setdefault(ns, ts)
+        reach = {
+            ns: NamesrvReach(
+                reached=ns not in self._unreached, unreachable_since=self._unreached.get(ns)
+            )
+            for ns in namesrvs
+        }
+        out = []
+        for cluster in sorted(self._clusters):
+            self.seq += 1
+            out.append(
+                CollectorRound(
+                    ts=ts,
+                    cluster=cluster,
+                    event_id=f"{self.source}-{self.seq}",
+                    seq=self.seq,
+                    collector=self.source,
+                    interval_ms=interval_ms,
+                    namesrvs=reach,
+                )
+            )
+        return out
 
     def _absorb(self, snap: Snapshot) -> None:
         """The brokers' settings and tables of a poll."""

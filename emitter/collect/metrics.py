@@ -14,7 +14,14 @@ _HELP = {
         "counter",
         "Requests that failed, by target kind and reason (unreachable, timeout, garbage, refused).",
     ),
-    "routewatch_collect_events_written_total": ("counter", "Heartbeat events written."),
+    "routewatch_collect_events_written_total": (
+        "counter",
+        "Events written: heartbeats and the rounds' reports (collector_round).",
+    ),
+    "routewatch_collect_last_round_timestamp_seconds": (
+        "gauge",
+        "When the last poll round ended, Unix seconds (a collector that stops polling is seen).",
+    ),
     "routewatch_collect_targets_down": (
         "gauge",
         "NameServers and brokers that did not answer the last poll, by target kind.",

@@ -20,6 +20,12 @@ REMEDIES = {
     "BROKER_EXPIRED": "Check the broker process and its namesrvAddr list.",
     "NAMESRV_DIVERGENCE": "Check the broker process and its namesrvAddr list: it no longer "
     "reaches every NameServer.",
+    "NAMESRV_UNREACHABLE": "Check each NameServer named: its process, and that its port can be "
+    "reached from the collector's host (a firewall, a closed port); if it was retired, remove it "
+    "from the collector's --namesrv list (and the brokers' namesrvAddr).",
+    "COLLECTOR_SILENT": "Check the routewatch collect process that watches this cluster: its log "
+    "says why it stopped or cannot write (Kafka, the spool), and its /metrics "
+    "(routewatch_collect_*) say when it last polled.",
 }
 
 

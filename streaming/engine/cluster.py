@@ -24,6 +24,7 @@ from routewatch.changes import RouteChange
 from routewatch.events import DeliveredStatus
 from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, PERM_READ, PERM_WRITE, TBW102
 from streaming.engine.alerts import AlertBook
+from streaming.engine.observer import silent_after
 from streaming.engine.rules import CLIENT_FORGET_MS, FAILURE_QUIET_MS, Rules
 from streaming.engine.state import (
     Config,
@@ -156,6 +157,8 @@ class ClusterEngine:
             self._heartbeat(event, ts)
         elif kind == "route_pull":
             self._route_pull(event, ts)
+        elif kind == "collector_round":
+            self._collector_round(event, ts)
         else:
             self.out.sends[event["status"]] = self.out.sends.get(event["status"], 0) + 1
             self._send(event, ts)
@@ -349,9 +352,62 @@ class ClusterEngine:
             reg.expiry_due = last + BROKER_EXPIRY_MS
             self.schedule(reg.expiry_due, "expire", key_json(key))
             return False
+        if self.observer_silent(at):
+            # nobody watched it then: judged when the observer is back (_gap_ended)
+            reg.expiry_deferred = True
+            return False
         reg.live = False
         self._liveness_changed(key, at)
         return True
+
+    # -- the observer ---------------------------------------------------------------------------
+
+    def observer_silent(self, at: int) -> bool:
+        """Whether the cluster's observer (its collector) has been silent too long at ``at``."""
+        obs = self.meta.observer
+        return obs is not None and at >= obs["last"] + silent_after(obs["interval_ms"])
+
+    def _collector_round(self, e: dict[str, Any], ts: int) -> None:
+        """One round of the cluster's collector: it watches; a gap before it ends."""
+        obs = self.meta.observer
+        if obs is not None and obs["silent_since"] is not None:
+            self._gap_ended(obs, ts)
+        before = (obs or {}).get("unreachable") or {}
+        unreachable = {
+            ns: r["unreachable_since"] if r["unreachable_since"] is not None else ts
+            for ns, r in sorted(e["namesrvs"].items())
+            if not r["reached"]
+        }
+        obs = self.meta.observer = {
+            "collector": e["collector"],
+            "last": ts,
+            "interval_ms": e["interval_ms"],
+            "silent_since": None,
+            "unreachable": unreachable,
+        }
+        self.schedule(ts + silent_after(e["interval_ms"]), "collector_silent", "")
+        self.rules.namesrvs_reached(obs, ts, changed=unreachable.keys() != before.keys())
+
+    def _gap_ended(self, obs: dict[str, Any], ts: int) -> None:
+        """The observer's first round after a gap: a registration it renewed this round was live
+        throughout; one whose expiry fell in the gap and that it did not renew expired at the
+        end of the gap."""
+        expired: list[RegKey] = []
+        for key, reg in sorted(self.meta.regs.items()):
+            if not reg.expiry_deferred:
+                continue
+            reg.expiry_deferred = False
+            last = reg.last_reg if reg.last_reg is not None else reg.last_hb
+            if reg.live and last + BROKER_EXPIRY_MS <= ts:
+                reg.live = False
+                self._liveness_changed(key, ts)
+                expired.append(key)
+        gap = (obs["silent_since"], ts)
+        for broker, broker_id in sorted({(b, i) for _, b, i in expired}):
+            self.rules.broker_expired(broker, broker_id, ts, gap=gap)
+        if expired:
+            self.rules.refresh_broker_evidence(ts)
+        self.rules.observer_back(obs, ts)
 
     def _route_pull(self, e: dict[str, Any], ts: int) -> None:
         client, topic, ok = e["client_id"], e["topic"], e["result"] == "SUCCESS"

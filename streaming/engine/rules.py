@@ -16,6 +16,7 @@ import orjson
 from routewatch.alerts import AlertKey, AlertKind, NoRouteCause
 from routewatch.rocketmq import PERM_WRITE, TBW102, is_system_topic
 from streaming.engine.alerts import REMEDIES, AlertBook
+from streaming.engine.observer import silent_after
 from streaming.engine.state import (
     Config,
     LazyMap,
@@ -38,6 +39,7 @@ INFERRED_REMEDY = (
     "this alert with POST /alerts/{id}/silence.)"
 )
 AT_RISK_MS = 5_000
+UNREACHABLE_MS = 30_000  # a NameServer the collector cannot reach for this long: an alert
 FAILURE_QUIET_MS = 120_000
 DIVERGENCE_MS = 60_000
 REFRESH_MS = 30_000
@@ -222,6 +224,8 @@ class Rules:
             self._failure_quiet(key, at, "rejected", "SEND_REJECTED")
         elif kind == "forget":
             self._forget(key, at)
+        elif kind == "collector_silent":
+            self._observer_silent(at)
 
     # -- brokers --------------------------------------------------------------------------------
 
@@ -284,6 +288,14 @@ class Rules:
                 self._divergence_alert(broker, broker_id, at)
 
     def _maybe_expired(self, broker: str, broker_id: int, at: int) -> None:
+        self.broker_expired(broker, broker_id, at)
+
+    def broker_expired(
+        self, broker: str, broker_id: int, at: int, *, gap: tuple[int, int] | None = None
+    ) -> None:
+        """BROKER_EXPIRED, if the broker is live on no NameServer now; ``gap``: it expired in a
+        gap of its cluster's observer (from its last round to its first round after), found at
+        the gap's end."""
         mine = {k: r for k, r in self._regs().items() if (k[1], k[2]) == (broker, broker_id)}
         if not mine or any(r.live for r in mine.values()):
             return
@@ -293,20 +305,95 @@ class Rules:
         orphaned = sorted(
             {t for k in mine for t in (self.e.tables.get(k) or {}) if not self.e.live_holders(t)}
         )
+        key = self._broker_key("BROKER_EXPIRED", broker, broker_id)
+        current = self.e.book.get(key)
+        if gap is None and current is not None and "expired_in_collector_gap" in current.evidence:
+            found = current.evidence["expired_in_collector_gap"]  # (its evidence refreshed)
+            gap = (found["from"], found["to"])
+        evidence: dict[str, Any] = {
+            "last_heartbeat": latest.last_hb,
+            "addr": latest.addr,
+            "namesrvs": sorted(k[0] for k in mine),
+            "topics_without_route": _capped(orphaned),
+        }
+        summary = (
+            f"Broker {broker} (id {broker_id}) has been silent for over 120 s on every "
+            f"NameServer; {len(orphaned)} topic(s) it held have no route left."
+        )
+        if gap is not None:
+            evidence["expired_in_collector_gap"] = {"from": gap[0], "to": gap[1]}
+            summary = (
+                f"Broker {broker} (id {broker_id}) was registered on no NameServer when the "
+                f"collector came back after a gap (silent since {_iso(gap[0])}): it expired in "
+                f"that gap; {len(orphaned)} topic(s) it held have no route left."
+            )
         self.e.book.raise_or_update(
-            self._broker_key("BROKER_EXPIRED", broker, broker_id),
+            key,
             at,
             severity="critical",
-            summary=f"Broker {broker} (id {broker_id}) has been silent for over 120 s on every "
-            f"NameServer; {len(orphaned)} topic(s) it held have no route left.",
-            evidence={
-                "last_heartbeat": latest.last_hb,
-                "addr": latest.addr,
-                "namesrvs": sorted(k[0] for k in mine),
-                "topics_without_route": _capped(orphaned),
-            },
+            summary=summary,
+            evidence=evidence,
             remedy=REMEDIES["BROKER_EXPIRED"],
         )
+
+    # -- the observer ---------------------------------------------------------------------------
+
+    def _observer_key(self) -> AlertKey:
+        return ("COLLECTOR_SILENT", self.cluster, None, None, None)
+
+    def _observer_silent(self, at: int) -> None:
+        """COLLECTOR_SILENT: the cluster's collector has written no round for three of its
+        intervals (at least 30 s); its brokers' expiries wait for its return."""
+        obs = self.e.meta.observer
+        if obs is None or obs["silent_since"] is not None:
+            return
+        if obs["last"] + silent_after(obs["interval_ms"]) != at:
+            return  # (a round came since: a later deadline decides)
+        obs["silent_since"] = obs["last"]
+        self.e.book.raise_or_update(
+            self._observer_key(),
+            at,
+            severity="critical",
+            summary=f"The collector {obs['collector']} of cluster {self.cluster} has written "
+            f"nothing since {_iso(obs['last'])}: routewatch does not see the cluster, and "
+            "judges none of its brokers' liveness until it is back.",
+            evidence={"collector": obs["collector"], "last_round": obs["last"]},
+            remedy=REMEDIES["COLLECTOR_SILENT"],
+        )
+
+    def namesrvs_reached(self, obs: dict[str, Any], at: int, *, changed: bool) -> None:
+        """A round's reach: NameServers it could not reach are unknown (no divergence is judged
+        against them), and NAMESRV_UNREACHABLE says which, once one has been unreachable for
+        30 s."""
+        if changed:
+            self._judge_divergence(at)
+        key: AlertKey = ("NAMESRV_UNREACHABLE", self.cluster, None, None, None)
+        long = {
+            ns: since for ns, since in obs["unreachable"].items() if at - since >= UNREACHABLE_MS
+        }
+        if not long:
+            self.e.book.resolve(key, at)
+            return
+        names = ", ".join(f"{ns} (since {_iso(since)})" for ns, since in sorted(long.items()))
+        one = len(long) == 1
+        self.e.book.raise_or_update(
+            key,
+            at,
+            severity="warning",
+            summary=f"The collector of cluster {self.cluster} cannot reach NameServer"
+            f"{'' if one else 's'} {names}: what {'it routes' if one else 'they route'} is "
+            "unknown, and no divergence is judged against "
+            f"{'it' if one else 'them'}.",
+            evidence={
+                "collector": obs["collector"],
+                "unreachable_since": dict(sorted(long.items())),
+            },
+            remedy=REMEDIES["NAMESRV_UNREACHABLE"],
+        )
+
+    def observer_back(self, obs: dict[str, Any], at: int) -> None:
+        """The collector's first round after its gap."""
+        self.e.book.resolve(self._observer_key(), at, {"gap_ms": at - obs["last"], "back_at": at})
 
     def _live_on(self) -> dict[tuple[str, int], set[str]]:
         """Each broker (name, id) that registered -> the NameServers it is live on now."""
@@ -317,11 +404,19 @@ class Rules:
                 live_on[(broker, broker_id)].add(ns)
         return live_on
 
+    def _unknown_namesrvs(self) -> set[str]:
+        """NameServers the cluster's collector could not reach at its last round: what they
+        route is unknown, not empty."""
+        obs = self.e.meta.observer
+        return set((obs or {}).get("unreachable") or {})
+
     def _judge_divergence(self, at: int) -> None:
-        cluster_ns = self.cluster_namesrvs()
+        unknown = self._unknown_namesrvs()
+        cluster_ns = self.cluster_namesrvs() - unknown
         live_on = self._live_on()
         since = self.e.meta.diverged_since
-        for (broker, broker_id), namesrvs in sorted(live_on.items()):
+        for (broker, broker_id), all_namesrvs in sorted(live_on.items()):
+            namesrvs = all_namesrvs - unknown
             diverged = bool(namesrvs) and namesrvs != cluster_ns
             if diverged and (broker, broker_id) not in since:
                 since[(broker, broker_id)] = at
@@ -335,8 +430,9 @@ class Rules:
                 self._divergence_alert(broker, broker_id, at)
 
     def _divergence_alert(self, broker: str, broker_id: int, at: int) -> None:
-        cluster_ns = self.cluster_namesrvs()
-        live_on = sorted(self._live_on().get((broker, broker_id), set()))
+        unknown = self._unknown_namesrvs()
+        cluster_ns = self.cluster_namesrvs() - unknown
+        live_on = sorted(self._live_on().get((broker, broker_id), set()) - unknown)
         missing = sorted(cluster_ns - set(live_on))
         differing = sorted(
             {t for ns in live_on for t in (self.e.tables.get((ns, broker, broker_id)) or {})}

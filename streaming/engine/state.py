@@ -65,6 +65,7 @@ class Reg:
     template: str = "missing"  # TBW102 in the latest full table: usable | missing | no_inherit
     template_held: bool = False  # that came from the heartbeat's ``held`` (the broker's own)
     read_only: bool = False  # a master whose topics are routed read-only (cluster._read_only)
+    expiry_deferred: bool = False  # its expiry fell in its observer's gap: judged at the gap's end
     # topics the NameServer routes to this master that the broker itself does not hold (the
     # heartbeat's ``held``), sorted
     not_held: list[str] = field(default_factory=list)
@@ -91,6 +92,7 @@ class Reg:
             "template": self.template,
             "template_held": self.template_held,
             "read_only": self.read_only,
+            "expiry_deferred": self.expiry_deferred,
             "not_held": self.not_held,
             "expiry_due": self.expiry_due,
             "parts_version": self.parts_version,
@@ -195,6 +197,9 @@ class Meta:
     open_alerts: list[dict[str, Any]] = field(default_factory=list)
     # NO_ROUTE_INFO keys -> where their last resolution falls in (ts, seq) order (Rules)
     last_resolved: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the cluster's observer (routewatch collect), from its rounds: collector, last (its last
+    # round's ts), interval_ms, silent_since (the last round before a gap, while in one)
+    observer: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -208,6 +213,7 @@ class Meta:
             "deadline_seq": self.deadline_seq,
             "open_alerts": self.open_alerts,
             "last_resolved": {k: list(v) for k, v in self.last_resolved.items()},
+            "observer": self.observer,
         }
 
     @classmethod
@@ -225,6 +231,7 @@ class Meta:
             deadline_seq=int(d["deadline_seq"]),
             open_alerts=d["open_alerts"],
             last_resolved={k: (int(t), int(s)) for k, (t, s) in d["last_resolved"].items()},
+            observer=d.get("observer"),
         )
 
 

@@ -92,8 +92,10 @@ def test_the_command_signs_with_its_settings_and_never_shows_the_secret(
     argv += ["--namesrv", cluster.namesrv_addr()]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    (event,) = [orjson.loads(line) for line in done.stdout.splitlines()]
+    events = [orjson.loads(line) for line in done.stdout.splitlines()]
+    (event,) = [e for e in events if e["type"] == "heartbeat"]
     assert event["broker"] == "broker-a"
+    assert [e["type"] for e in events] == ["heartbeat", "collector_round"]
     assert "signing as routewatch" in done.stderr and "refuse" not in done.stderr
     assert SECRET not in done.stderr + done.stdout
 

@@ -44,7 +44,7 @@ def _spool_events(spool: Path) -> list[dict[str, Any]]:
 
 
 def _first_sight(events: list[dict[str, Any]], topic: str) -> int:
-    return min(int(e["ts"]) for e in events if topic in e["topics"])
+    return min(int(e["ts"]) for e in events if topic in e.get("topics", {}))
 
 
 def _holders(cluster: RocketMQCluster, topic: str) -> list[str]:

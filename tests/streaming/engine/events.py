@@ -82,6 +82,32 @@ class Trace:
                 body[name] = value
         self._add(s, cluster, None, body)
 
+    def round(
+        self,
+        s: float,
+        *,
+        unreached: dict[str, float] | None = None,
+        namesrvs: tuple[str, ...] = (NS1,),
+        interval_s: float = 10,
+        cluster: str = "C",
+    ) -> None:
+        """A round of the cluster's collector: it reached ``namesrvs`` but those in
+        ``unreached`` (NameServer -> since, in seconds)."""
+        unreached = unreached or {}
+        body = {
+            "type": "collector_round",
+            "collector": "collect-t",
+            "interval_ms": round(interval_s * 1000),
+            "namesrvs": {
+                ns: {
+                    "reached": ns not in unreached,
+                    "unreachable_since": ms(unreached[ns]) if ns in unreached else None,
+                }
+                for ns in sorted(set(namesrvs) | set(unreached))
+            },
+        }
+        self._add(s, cluster, None, body)
+
     def pull(
         self,
         s: float,
