@@ -78,6 +78,17 @@ LIT: dict[tuple[str, str], tuple[dict[str, str], Check]] = {
     ("Quarantined, late and duplicate events", "A"): ({}, POSITIVE),
     ("Quarantined, late and duplicate events", "B"): ({}, DATA),
     ("Quarantined, late and duplicate events", "C"): ({}, DATA),
+    # a collector polling a NameServer that is not there (a closed port), once a second
+    ("Collector: seconds since its last round", "A"): ({}, DATA),
+    ("Collector: NameServers and brokers not answering", "A"): ({}, POSITIVE),
+    ("Collector: NameServers and brokers not answering", "B"): ({}, POSITIVE),
+    ("Collector: work per second", "A"): ({}, POSITIVE),
+    ("Collector: work per second", "B"): ({}, POSITIVE),
+    ("Collector: work per second", "C"): ({}, DATA),
+    ("Collector: work per second", "D"): ({}, DATA),
+    ("Collector: work per second", "E"): ({}, DATA),
+    ("Collector: work per second", "F"): ({}, DATA),
+    ("Collector: work per second", "G"): ({}, DATA),
 }
 FIRING = {
     "RoutewatchRouteAlertOpen",
@@ -113,12 +124,37 @@ def api_url(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def prometheus(api_url: str, tmp_path: Path) -> Iterator[Prometheus]:
+def collector_metrics(tmp_path: Path) -> Iterator[str]:
+    """``routewatch collect`` polling a closed port once a second, its /metrics served."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "ROUTEWATCH_DATA_DIR": str(tmp_path / "collect"),
+        "ROUTEWATCH_COLLECT_METRICS_PORT": str(port),
+        "ROUTEWATCH_COLLECT_POLL_INTERVAL_S": "1",
+    }
+    argv = ["collect", "--namesrv", f"127.0.0.1:{free_port()}", "--to", "stdout"]
+    log = tmp_path / "collect.log"
+    proc = start_routewatch(argv, env, log)
+    try:
+        wait_for(lambda: "/metrics on" in log.read_text(), 60, "the collector serving /metrics")
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def prometheus(api_url: str, collector_metrics: str, tmp_path: Path) -> Iterator[Prometheus]:
     config: dict[str, Any] = yaml.safe_load((RULES_FILE.parent / "prometheus.yml").read_text())
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
-    (job,) = config["scrape_configs"]
-    job["scrape_timeout"] = "1s"
-    job["static_configs"] = [{"targets": [api_url.removeprefix("http://")]}]
+    targets = {
+        "routewatch": api_url.removeprefix("http://"),
+        "routewatch-collect": collector_metrics,
+    }
+    assert {job["job_name"] for job in config["scrape_configs"]} == set(targets)
+    for job in config["scrape_configs"]:
+        job["scrape_timeout"] = "1s"
+        job["static_configs"] = [{"targets": [targets[job["job_name"]]]}]
     with running_prometheus(config, tmp_path / "prometheus", RULES_FILE) as server:
         yield server
 
@@ -152,6 +188,7 @@ def test_every_panel_lights_up_for_its_scenario(
     rest = tmp_path / "rest.jsonl"
     _mixed_trace(settings.spool_dir / "head.jsonl", rest)  # the head is there when the job starts
     wait_for(lambda: prometheus.scraped("routewatch"), 60, "Prometheus scraping the API")
+    wait_for(lambda: prometheus.scraped("routewatch-collect"), 60, "Prometheus scraping collect")
     start = time.time()
     query = start_stream(spark, settings, "spool")
     replay: subprocess.Popen[bytes] | None = None
