@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import anyio.to_thread
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CollectorRegistry
 
 from api.access import StoreAccess
@@ -16,7 +17,9 @@ from api.routes import alerts, health, inventory, metrics, stream
 from api.settings import ApiSettings
 from api.topic_cache import TopicCache
 
-__all__ = ["create_app"]
+__all__ = ["DOCS_ASSETS", "create_app"]
+
+DOCS_ASSETS = "/docs-assets"
 
 
 def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None) -> FastAPI:
@@ -34,7 +37,9 @@ def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None)
         yield
         access.close_idle()
 
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from the API (DOCS_ASSETS), not from a CDN
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS,
         lifespan=lifespan,
         title="routewatch",
         summary="Route-convergence alerts for Apache RocketMQ clusters.",
