@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from emitter.fleet import FleetSpec, generate_fleet
+from emitter.fleet import FleetSpec, estimate_fleet, generate_fleet
 from emitter.scenarios import SCENARIOS
 from emitter.trace import TraceWriter
 from routewatch.errors import RoutewatchError
@@ -81,6 +81,14 @@ def _run(args: argparse.Namespace) -> int:
                 option = f"--{name.replace('_', '-')}"
                 raise RoutewatchError(f"{option} must be at least 1, got {value}.")
         spec = FleetSpec(seed=args.seed, **spec_args)
+        size = estimate_fleet(spec)
+        gzip = " before gzip" if args.out.name.endswith(".gz") else ""
+        print(
+            f"writing about {size.events:,} events ({size.bytes / 1e6:,.0f} MB{gzip}) to "
+            f"{args.out}; --duration and --send-rate scale it",
+            file=sys.stderr,
+            flush=True,
+        )
         with TraceWriter(args.out) as writer:
             generate_fleet(spec, writer.write_line)
         count = writer.count

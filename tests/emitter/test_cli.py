@@ -66,6 +66,10 @@ def test_a_fleet_is_written_as_json_lines(tmp_path: Path) -> None:
     events = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert all(validate(e) is None for e in events)
     assert sum(1 for e in events if e["type"] == "send") == 60
+    # a word on the size before it writes, then what it wrote
+    said, wrote = result.stderr.splitlines()
+    assert said.startswith("writing about ") and f"events (0 MB) to {out}" in said
+    assert wrote.startswith(f"wrote {len(events)} events to {out}")
 
 
 def test_an_unknown_scenario_is_one_clear_sentence() -> None:

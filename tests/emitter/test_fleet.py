@@ -4,8 +4,9 @@ import itertools
 from collections import defaultdict
 
 import orjson
+import pytest
 
-from emitter.fleet import FleetSpec, generate_fleet
+from emitter.fleet import FleetSpec, estimate_fleet, generate_fleet
 from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode, to_wire
 from routewatch.validation import validate
@@ -90,3 +91,24 @@ def test_the_scenarios_and_the_fleet_are_written_in_exactly_the_wire_form() -> N
     lines: list[bytes] = []
     generate_fleet(FleetSpec(duration=31), lines.append)
     assert all(validate(orjson.loads(line)) is None for line in lines[:: len(lines) // 500])
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        FleetSpec(clusters=2, brokers=10, topics=1_000, producers=100, send_rate=500),
+        FleetSpec(clusters=3, brokers=4, topics=3_000, producers=50, send_rate=300, duration=45),
+        FleetSpec(clusters=4, brokers=3, topics=2_000, namesrvs=1, producers=7, duration=90),
+    ],
+)
+def test_the_size_said_before_writing_is_within_ten_per_cent(spec: FleetSpec) -> None:
+    written = [0, 0]
+
+    def count(line: bytes) -> None:
+        written[0] += 1
+        written[1] += len(line) + 1
+
+    generate_fleet(spec, count)
+    size = estimate_fleet(spec)
+    assert abs(size.events / written[0] - 1) < 0.1, (size, written)
+    assert abs(size.bytes / written[1] - 1) < 0.1, (size, written)
