@@ -45,7 +45,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a spool directory of the client library whose files are forwarded to the sink "
         "and then removed; repeat for several (default ROUTEWATCH_COLLECT_FORWARD_DIRS)",
     )
-    parser.add_argument("--to", choices=["kafka", "spool", "stdout"], required=True)
+    parser.add_argument(
+        "--to",
+        choices=["kafka", "spool", "stdout"],
+        default="spool",
+        help="where the events go: the spool directory that `routewatch stream` reads by "
+        "default (ROUTEWATCH_SPOOL_DIR; the default), Kafka (ROUTEWATCH_KAFKA_*) or stdout",
+    )
     parser.add_argument(
         "--once", action="store_true", help="poll and forward once, write, and exit"
     )
@@ -141,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
         settings.collect_log_interval_s,
         forwarder,
         settings.collect_forward_interval_s,
+        settings.collect_start_timeout_s,
     )
 
     def stop(signum: int, frame: FrameType | None) -> None:

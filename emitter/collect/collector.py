@@ -13,6 +13,7 @@ from emitter.collect.metrics import Counters
 from emitter.collect.poller import Poller
 from emitter.replay.sinks import Sink
 from routewatch.codec import encode
+from routewatch.errors import RoutewatchError
 from routewatch.events import CollectorRound, Heartbeat
 
 __all__ = ["Collector"]
@@ -36,6 +37,7 @@ class Collector:
         log_interval_s: float = 60.0,
         forwarder: Forwarder | None = None,
         forward_interval_s: float = 1.0,
+        start_timeout_s: float = 0.0,
     ) -> None:
         self.poller = poller
         self.deriver = deriver
@@ -47,6 +49,8 @@ class Collector:
             raise ValueError("the forwarder must write through the collector's own sink")
         self.forwarder = forwarder
         self.forward_interval_s = forward_interval_s
+        self.start_timeout_s = start_timeout_s
+        self.reached = False  # some NameServer has answered a poll
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -58,6 +62,8 @@ class Collector:
         """One look into the forwarded directories and one poll (``--once``)."""
         self.forward_once()
         self.poll_once()
+        if self.poller is not None and not self.reached:
+            raise self._unreached("at its poll")
 
     def forward_once(self) -> int:
         """One look into the forwarded directories; how many events were forwarded."""
@@ -68,6 +74,7 @@ class Collector:
         if self.poller is None:
             return 0
         snap = self.poller.poll(self.deriver.known, self.deriver)
+        self.reached = self.reached or bool(snap.namesrvs)
         events: list[Heartbeat | CollectorRound] = list(self.deriver.derive(snap))
         ts = int(self.poller.clock() * 1000)
         events += self.deriver.rounds(
@@ -96,6 +103,9 @@ class Collector:
             if time.monotonic() >= next_poll and not self._stop.is_set():
                 self.poll_once()
                 next_poll = _next(next_poll, self.poll_interval_s)
+                waited = time.monotonic() - start
+                if not self.reached and 0 < self.start_timeout_s <= waited:
+                    raise self._unreached(f"in {waited:.0f} s")
             now = time.monotonic()
             if now >= next_log:
                 log.info("%s.", self.counters.summary())
@@ -106,6 +116,18 @@ class Collector:
                 self.sink.poll()
                 if time.monotonic() >= due:
                     break
+
+    def _unreached(self, when: str) -> RoutewatchError:
+        """No NameServer has answered: the sentence that ends the collector."""
+        assert self.poller is not None
+        why = "; ".join(
+            f"{ns} {self.poller.failures.get(ns, 'did not answer')}" for ns in self.poller.namesrvs
+        )
+        return RoutewatchError(
+            f"no NameServer of --namesrv answered {when} ({why}): check the addresses and that "
+            "this host can reach them, or set ROUTEWATCH_COLLECT_START_TIMEOUT_S=0 to wait for "
+            "them."
+        )
 
 
 def _next(previous: float, interval_s: float) -> float:

@@ -112,6 +112,7 @@ class Poller:
         self.clock = clock
         self._conns: dict[str, Connection] = {}
         self._failing: dict[str, str] = {}  # target -> reason kind, while it fails
+        self.failures: dict[str, str] = {}  # target -> what it did, while it fails
 
     def close(self) -> None:
         for conn in self._conns.values():
@@ -133,8 +134,10 @@ class Poller:
             words = words.removeprefix(f"{addr} ")
             log.warning("%s %s; %s.", _title(kind, addr, name), words, consequence)
         self._failing[addr] = label
+        self.failures[addr] = words
 
     def _answered(self, kind: str, addr: str, name: str = "") -> None:
+        self.failures.pop(addr, None)
         if self._failing.pop(addr, None) is not None:
             log.warning("%s answers again.", _title(kind, addr, name))
 
@@ -175,8 +178,8 @@ class Poller:
     def _namesrv(self, ns: str) -> NamesrvView | None:
         conn = self._conn(ns)
         consequence = (
-            "writing nothing for it until it answers (the job expires its brokers there 120 s "
-            "after their last heartbeat)"
+            "writing nothing for it until it answers (the job takes what it routes as unknown, "
+            "and raises NAMESRV_UNREACHABLE after 30 s)"
         )
         try:
             self.counters.inc("routewatch_collect_requests_total", target="namesrv")

@@ -35,6 +35,13 @@ class CollectSettings(EmitterSettings):
         "an alert's threshold (PARTIAL_COVERAGE's 60 s, an expiry) passes in the job up to this "
         "long after it passed in the cluster, so keep it at the poll interval.",
     )
+    collect_start_timeout_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long the collector waits at its start for a NameServer of --namesrv "
+        "to answer before it exits with an error (0: as long as it takes, e.g. for a collector "
+        "started before its cluster). Once one has answered, it polls until stopped.",
+    )
     collect_timeout_s: float = Field(
         default=3.0, gt=0, description="How long one request may take before it counts as failed."
     )

@@ -132,6 +132,7 @@ def collector_metrics(tmp_path: Path) -> Iterator[str]:
         "ROUTEWATCH_DATA_DIR": str(tmp_path / "collect"),
         "ROUTEWATCH_COLLECT_METRICS_PORT": str(port),
         "ROUTEWATCH_COLLECT_POLL_INTERVAL_S": "1",
+        "ROUTEWATCH_COLLECT_START_TIMEOUT_S": "0",  # it never reaches one, and polls on
     }
     argv = ["collect", "--namesrv", f"127.0.0.1:{free_port()}", "--to", "stdout"]
     log = tmp_path / "collect.log"

@@ -4,13 +4,20 @@ sentence for a bad one."""
 from __future__ import annotations
 
 import os
+import threading
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from emitter.collect.cli import forward_dirs, namesrv_list, what_to_do
+from emitter.collect.collector import Collector
+from emitter.collect.derive import Deriver
+from emitter.collect.metrics import Counters
+from emitter.collect.poller import Poller
 from emitter.collect.settings import CollectSettings
+from emitter.replay.sinks import sink_for
+from emitter.settings import EmitterSettings
 from routewatch.cli import build_parser, main
 from routewatch.errors import RoutewatchError
 from routewatch.settings import SettingsError, load
@@ -106,3 +113,78 @@ def test_metrics_listen_where_told(tmp_path: Path) -> None:
     finally:
         stop(proc)
     assert f"/metrics on 127.0.0.2:{port}" in (tmp_path / "collect.log").read_text()
+
+
+def _collect_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUTEWATCH_")}
+    return {**env, "ROUTEWATCH_DATA_DIR": str(tmp_path), **settings}
+
+
+def test_a_collector_no_namesrv_ever_answered_stops_saying_so(tmp_path: Path) -> None:
+    # a closed loopback port: nothing answers, however long the collector waits
+    closed = f"127.0.0.1:{free_port()}"
+    env = _collect_env(
+        tmp_path,
+        ROUTEWATCH_COLLECT_START_TIMEOUT_S="2",
+        ROUTEWATCH_COLLECT_POLL_INTERVAL_S="0.5",
+    )
+    log = tmp_path / "collect.log"
+    proc = start_routewatch(["collect", "--namesrv", closed], env, log)
+    try:
+        assert proc.wait(60) == 2
+    finally:
+        stop(proc)
+    said = log.read_text().splitlines()
+    # the spool is the default sink: the one `routewatch stream` reads by default
+    assert f"writing to the spool {tmp_path / 'spool'}" in said[0]
+    assert said[-1].startswith(
+        f"routewatch: no NameServer of --namesrv answered in 2 s ({closed} refused the "
+        "connection (nothing listens there)): check the addresses and that this host can reach "
+        "them, or set ROUTEWATCH_COLLECT_START_TIMEOUT_S=0 to wait for them."
+    )
+
+
+def test_once_with_no_namesrv_answering_is_an_error(tmp_path: Path) -> None:
+    closed = f"127.0.0.1:{free_port()}"
+    log = tmp_path / "collect.log"
+    proc = start_routewatch(["collect", "--namesrv", closed, "--once"], _collect_env(tmp_path), log)
+    assert proc.wait(60) == 2
+    assert "routewatch: no NameServer of --namesrv answered at its poll" in log.read_text()
+
+
+def _collector(tmp_path: Path, start_timeout_s: float) -> Collector:
+    closed = f"127.0.0.1:{free_port()}"
+    counters = Counters()
+    sink = sink_for("spool", load(EmitterSettings, data_dir=tmp_path))
+    poller = Poller([closed], counters, timeout=1)
+    return Collector(poller, Deriver(10), sink, counters, 0.01, start_timeout_s=start_timeout_s)
+
+
+def test_a_start_timeout_of_zero_waits_for_the_namesrvs_as_long_as_it_takes(
+    tmp_path: Path,
+) -> None:
+    waits, gives_up = _collector(tmp_path, 0), _collector(tmp_path, 0.3)
+    with pytest.raises(RoutewatchError, match="no NameServer of --namesrv answered in 0 s"):
+        gives_up.run()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            waits.run()
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        # ten times the polls of the collector that gave up, and it polls on
+        polls = gives_up.counters.get("routewatch_collect_polls_total")
+        wait_for(
+            lambda: waits.counters.get("routewatch_collect_polls_total") >= 10 * polls or failed,
+            60,
+            "ten times as many polls",
+        )
+        assert not failed and thread.is_alive()
+    finally:
+        waits.stop()
+        thread.join(10)
