@@ -76,8 +76,8 @@ def compile_cached(
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    for entry in classpath:
-        digest.update(str(entry).encode())
+    for entry in classpath:  # a jar by its bytes: a rebuilt one under the same name counts
+        digest.update(entry.read_bytes() if entry.is_file() else str(entry).encode())
     digest.update(f"release={release}".encode())
     for jar in sorted((home / "lib").glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}".encode())

@@ -1,84 +1,86 @@
-"""Compile the client hook library (``emitter/hook/java``) with ``javac`` against a RocketMQ
-distribution's client jars, into ``.cache/routewatch-hook/<digest>/`` (ignored by git), and pack
-it as ``routewatch-hook.jar`` there when the JDK's ``jar`` is present.
+"""Build the client hook library (``emitter/hook/java``) into one jar with a stable name,
+``emitter/hook/target/routewatch-hook.jar``, with Maven and the library's own ``pom.xml``
+(``mvn -f emitter/hook/pom.xml package``, the local repository ``.cache/m2``; both ignored by
+git). The jar is rebuilt when a source or the pom is newer than it; builds of the same sources
+give the same bytes.
 
-``python -m emitter.hook.build [ROCKETMQ_HOME]`` prints the jar's path (or the class directory's
-without ``jar``); the distribution defaults to ``ROCKETMQ_HOME``. Nothing it builds is committed.
+``python -m emitter.hook.build`` builds it if needed and prints its path.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 from routewatch.errors import RoutewatchError
-from routewatch.java import compile_cached
 
-__all__ = ["CACHE", "JAR", "MARKER", "RELEASE", "SOURCES", "build", "build_jar", "main"]
+__all__ = ["JAR", "POM", "SOURCES", "build", "main"]
 
-ROOT = Path(__file__).resolve().parent / "java"
-SOURCES = tuple(sorted(ROOT.rglob("*.java")))
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "routewatch-hook"
-MARKER = "io/routewatch/hook/RoutewatchProducer.class"
-JAR = "routewatch-hook.jar"
-RELEASE = 8  # what RocketMQ 4.9's client runs on
+HERE = Path(__file__).resolve().parent
+POM = HERE / "pom.xml"
+SOURCES = tuple(sorted((HERE / "java").rglob("*.java")))
+JAR = HERE / "target" / "routewatch-hook.jar"
+M2 = HERE.parents[1] / ".cache" / "m2"
 
 
-def build(home: Path) -> Path:
-    """The directory of the compiled library for the distribution ``home``, built if needed."""
-    return compile_cached(SOURCES, CACHE, MARKER, home, release=RELEASE)
+def _fresh() -> bool:
+    if not JAR.is_file():
+        return False
+    built = JAR.stat().st_mtime_ns
+    return all(path.stat().st_mtime_ns <= built for path in (POM, *SOURCES))
 
 
-def build_jar(home: Path) -> Path:
-    """The library as a jar beside its classes (``routewatch-hook.jar``), packed if needed;
-    the class directory itself when the JDK has no ``jar`` tool."""
-    classes = build(home)
-    jar = classes.parent / f"{classes.name}-{JAR}"
-    if jar.is_file():
-        return jar
-    tool = shutil.which("jar")
-    if tool is None:
-        return classes
-    tmp = jar.with_name(f".{jar.name}.{uuid.uuid4().hex}")
-    try:
-        subprocess.run(
-            [tool, "--create", "--file", str(tmp), "-C", str(classes), "io"],
-            check=True,
+def build() -> Path:
+    """The library's jar, built with Maven first if it is missing or older than its sources
+    (one build at a time: concurrent callers wait for it)."""
+    if _fresh():
+        return JAR
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise RoutewatchError(
+            "the client hook library is built with Maven, and `mvn` is not on the PATH: install "
+            "Maven and a JDK (Debian: apt-get install maven openjdk-17-jdk-headless)."
+        )
+    JAR.parent.mkdir(parents=True, exist_ok=True)
+    with (JAR.parent / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _fresh():
+            return JAR
+        result = subprocess.run(
+            [mvn, "--batch-mode", "--quiet", "-f", str(POM), f"-Dmaven.repo.local={M2}", "package"],
             capture_output=True,
-            timeout=120,
+            text=True,
+            timeout=1800,
+            check=False,
+            env={**os.environ, "MAVEN_OPTS": os.environ.get("MAVEN_OPTS", "-Xmx512m")},
         )
-        tmp.rename(jar)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return jar
-
-
-def _home(argv: list[str]) -> Path:
-    value = argv[0] if argv else os.environ.get("ROCKETMQ_HOME")
-    if not value:
-        raise RoutewatchError(
-            "name a RocketMQ 4.9.x distribution: python -m emitter.hook.build <its folder>, or set "
-            "ROCKETMQ_HOME."
-        )
-    home = Path(value).resolve()
-    if not any((home / "lib").glob("rocketmq-client-*.jar")):
-        raise RoutewatchError(
-            f"{value} is not a RocketMQ distribution (no lib/rocketmq-client-*.jar): name a "
-            "RocketMQ 4.9.x folder."
-        )
-    return home
+        if result.returncode != 0 or not JAR.is_file():
+            errors = [ln for ln in result.stdout.splitlines() if ln.startswith("[ERROR]")]
+            detail = "\n".join(errors[:8]) or (result.stdout + result.stderr)[-3000:]
+            raise RoutewatchError(
+                f"Maven could not build the client hook library ({POM}); its errors follow:\n"
+                f"{detail}"
+            )
+    return JAR
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args:
+        print(
+            "routewatch hook build: it takes no argument (the RocketMQ client comes from Maven "
+            "Central); run `python -m emitter.hook.build`.",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        print(build_jar(_home(args)))
+        print(build())
     except (RoutewatchError, OSError, subprocess.SubprocessError) as exc:
-        print(f"routewatch hook build: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"routewatch hook build: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,9 +1,9 @@
 """The real RocketMQ Java client (``DefaultMQProducer``) driven by a script, for tests.
 
 ``tests/support/java/RouteDriver.java`` is compiled on first use with the JDK's ``javac`` against
-the distribution's ``lib/*`` and the client hook library (``emitter/hook``, built by
-:func:`emitter.hook.build.build`) into ``.cache/route-driver/<digest>/`` (ignored by git; a
-changed source or distribution gets a new digest; :mod:`routewatch.testing.java` compiles). A
+the distribution's ``lib/*`` and the client hook library's jar (``emitter/hook``, built with Maven
+by :func:`emitter.hook.build.build`) into ``.cache/route-driver/<digest>/`` (ignored by git; a
+changed source, jar or distribution gets a new digest; :mod:`routewatch.java` compiles). A
 producer may run with the hook library installed (:class:`HookSpec`). It runs either a whole
 script (:func:`play`) or one command at a time (:class:`RouteDriver`, a context manager), so
 that a test can look at the NameServers between two sends of the same producer. Each send's
@@ -65,7 +65,7 @@ def compile_driver(home: Path | None = None) -> Path:
     """The directory of the compiled driver for the distribution ``home``, compiled if needed
     (against the client hook library, which is on its class path)."""
     home = home or rocketmq_home()
-    return compile_cached([SOURCE], CACHE, f"{MAIN}.class", home, [build_hook(home)])
+    return compile_cached([SOURCE], CACHE, f"{MAIN}.class", home, [build_hook()])
 
 
 def _command(
@@ -74,7 +74,7 @@ def _command(
     java = shutil.which("java") or "java"
     entries = [
         str(compile_driver(home)),
-        str(build_hook(home)),
+        str(build_hook()),
         str(home / "lib" / "*"),
         *map(str, classpath),
     ]

@@ -27,7 +27,7 @@ CACHE = Path(__file__).resolve().parents[3] / ".cache" / "routewatch-hook-probe"
 
 def _probe(*args: str) -> dict[str, Any]:
     home = require_rocketmq()
-    library = build(home)
+    library = build()
     probe = compile_cached([PROBE], CACHE, "io/routewatch/hook/HookProbe.class", home, [library])
     classpath = os.pathsep.join([str(probe), str(library), str(home / "lib" / "*")])
     result = subprocess.run(
