@@ -120,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     namesrvs = what_to_do(args.namesrv or settings.collect_namesrv, forward)
     counters = Counters()
-    sink = sink_for(args.to, settings)
+    sink = sink_for(args.to, settings, origin="live")
     metrics = None
     host = settings.collect_metrics_host
     if settings.collect_metrics_port:

@@ -94,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     lines = read_traces_aside(list(args.traces), args.skip_invalid, bad, rebase_to)
     first = next(lines, None)  # reads the files' first lines: missing files fail here
     total = _count_lines(list(args.traces))
-    sink = sink_for(args.to, settings)
+    sink = sink_for(args.to, settings, origin="replayed")
 
     events: Iterator[TraceLine] = itertools.chain([] if first is None else [first], lines)
     progress = None if args.quiet or args.to == "stdout" else Progress(total)

@@ -14,7 +14,16 @@ from emitter.replay.kafka_sink import KafkaSink
 from emitter.settings import EmitterSettings
 from routewatch.errors import RoutewatchError
 
-__all__ = ["KafkaSink", "Sink", "SpoolSink", "StdoutSink", "sink_for"]
+__all__ = ["ORIGIN_FILE", "KafkaSink", "Sink", "SpoolSink", "StdoutSink", "claim_spool", "sink_for"]
+
+# What a spool holds, "live" (routewatch collect: a cluster's events) or "replayed" (routewatch
+# replay: traces, most often the emitter's simulations), kept in the spool itself. A dot file:
+# Spark's file source and the spool's cleaning pass over it.
+ORIGIN_FILE = ".routewatch-origin"
+ORIGINS = {
+    "live": "a live cluster's events (routewatch collect writes there)",
+    "replayed": "replayed traces (routewatch replay wrote there)",
+}
 
 
 class Sink(Protocol):
@@ -120,11 +129,45 @@ class SpoolSink:
         return self.published
 
 
-def sink_for(target: str, settings: EmitterSettings) -> Sink:
-    """The sink ``routewatch replay --to target`` writes to, configured by ``settings``."""
+def claim_spool(spool: Path, origin: str) -> None:
+    """Mark ``spool`` as holding ``origin``'s events ("live" or "replayed"), or refuse, in one
+    sentence, to write one origin's events into a spool that holds the other's: simulated
+    brokers and NameServers, mixed with a live cluster's of the same names, would expire,
+    resolve and diverge with them in the job's tables. A spool without a mark (written before
+    marks existed) is claimed."""
+    marker = spool / ORIGIN_FILE
+    try:
+        held = marker.read_text().strip()
+    except FileNotFoundError:
+        held = ""
+    except OSError as exc:
+        raise RoutewatchError(f"cannot read {marker}: {exc.strerror}.") from None
+    if held and held != origin:
+        what = ORIGINS.get(held, f"events of origin '{held}'")
+        raise RoutewatchError(
+            f"the spool {spool} holds {what}, and {ORIGINS[origin].split(' (')[0]} must not mix "
+            "with them in one job: give this command a data directory of its own "
+            "(ROUTEWATCH_DATA_DIR, or ROUTEWATCH_SPOOL_DIR), or delete that spool and the job's "
+            "store and checkpoints if what it holds is no longer wanted."
+        )
+    if not held:
+        try:
+            spool.mkdir(parents=True, exist_ok=True)
+            marker.write_text(origin + "\n")
+        except OSError as exc:
+            raise RoutewatchError(
+                f"cannot use the spool directory {spool}: {exc.strerror}."
+            ) from None
+
+
+def sink_for(target: str, settings: EmitterSettings, origin: str | None = None) -> Sink:
+    """The sink ``routewatch replay --to target`` writes to, configured by ``settings``; a
+    spool is claimed for ``origin`` first (:func:`claim_spool`) when one is given."""
     if target == "stdout":
         return StdoutSink()
     if target == "spool":
+        if origin is not None:
+            claim_spool(settings.spool_dir, origin)
         return SpoolSink(
             settings.spool_dir, settings.spool_roll_events, settings.spool_roll_interval_s
         )

@@ -16,6 +16,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from emitter.replay import Pacer, StdoutSink, read_traces, replay
+from emitter.replay.sinks import ORIGIN_FILE
 from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
 from routewatch.testing.kafka import KafkaBroker
@@ -65,8 +66,10 @@ def test_the_spool_gets_every_event_once_in_order_in_published_files(
     result = _replay(str(trace), "--to", "spool", "--speed", "max", env=env)
 
     assert result.returncode == 0, result.stderr
-    files = sorted((tmp_path / "data" / "spool").iterdir())
+    spool = tmp_path / "data" / "spool"
+    files = sorted(f for f in spool.iterdir() if f.name != ORIGIN_FILE)
     assert all(f.suffix == ".jsonl" and not f.name.startswith(".") for f in files)
+    assert (spool / ORIGIN_FILE).read_text() == "replayed\n"
     assert len(files) == -(-len(_expected()) // 7)
     assert [line for f in files for line in f.read_bytes().splitlines()] == _expected()
     mtimes = [f.stat().st_mtime_ns for f in files]
@@ -175,7 +178,7 @@ def test_ctrl_c_flushes_and_leaves_no_partial_spool_file(trace: Path, tmp_path: 
         env=_env(tmp_path, ROUTEWATCH_SPOOL_ROLL_INTERVAL_S="0.2"),
     )
     wait_for(
-        lambda: spool.exists() and any(not f.name.startswith(".") for f in spool.iterdir()),
+        lambda: spool.exists() and any(f.suffix == ".jsonl" for f in spool.iterdir()),
         60,
         "a first published spool file",
     )
@@ -183,8 +186,9 @@ def test_ctrl_c_flushes_and_leaves_no_partial_spool_file(trace: Path, tmp_path: 
     _, stderr = proc.communicate(timeout=60)
 
     assert proc.returncode == 130
-    lines = [line for f in sorted(spool.iterdir()) for line in f.read_bytes().splitlines()]
-    assert not [f for f in spool.iterdir() if f.name.startswith(".")]
+    published = sorted(f for f in spool.iterdir() if f.name != ORIGIN_FILE)
+    lines = [line for f in published for line in f.read_bytes().splitlines()]
+    assert not [f for f in published if f.name.startswith(".")]  # no partial file left
     assert 0 < len(lines) < len(_expected())
     assert lines == _expected()[: len(lines)]
     assert f"interrupted; wrote {len(lines)} events to the spool" in stderr.decode()
@@ -227,3 +231,40 @@ def test_a_trace_that_is_not_a_whole_gzip_is_one_sentence(tmp_path: Path) -> Non
         assert message.startswith(f"routewatch: the trace {path} is not a whole gzip file (")
         assert after in message and message.endswith(": copy it again, or give it uncompressed.\n")
         assert message.count("\n") == 1
+
+
+def test_simulated_and_live_events_never_share_a_spool(trace: Path, tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    spool = tmp_path / "data" / "spool"
+    closed = f"127.0.0.1:{free_port()}"
+    collect = [sys.executable, "-m", "routewatch.cli", "collect", "--namesrv", closed, "--once"]
+    # a replay, a second replay, then a collector: refused before it polls
+    assert _replay(str(trace), "--to", "spool", "--speed", "max", env=env).returncode == 0
+    assert _replay(str(trace), "--to", "spool", "--speed", "max", env=env).returncode == 0
+    done = subprocess.run(collect, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"routewatch: the spool {spool} holds replayed traces (routewatch replay wrote there), "
+        "and a live cluster's events must not mix with them in one job: give this command a "
+        "data directory of its own (ROUTEWATCH_DATA_DIR, or ROUTEWATCH_SPOOL_DIR), or delete "
+        "that spool and the job's store and checkpoints if what it holds is no longer wanted.\n"
+    )
+    # the other way: a live spool refuses a replay, and keeps only the collector's files
+    live = _env(tmp_path, ROUTEWATCH_DATA_DIR=str(tmp_path / "live"))
+    done = subprocess.run(collect, env=live, capture_output=True, text=True, timeout=120)
+    assert "no NameServer of --namesrv answered" in done.stderr  # (it claimed the spool first)
+    refused = _replay(str(trace), "--to", "spool", "--speed", "max", env=live)
+    assert refused.returncode == 2
+    assert b"holds a live cluster's events (routewatch collect writes there), and replayed " in (
+        refused.stderr
+    )
+    assert [f.name for f in (tmp_path / "live" / "spool").iterdir()] == [ORIGIN_FILE]
+
+
+def test_a_spool_written_before_marks_existed_is_claimed(trace: Path, tmp_path: Path) -> None:
+    spool = tmp_path / "data" / "spool"
+    spool.mkdir(parents=True)
+    (spool / "old.jsonl").write_bytes(b"")
+    done = _replay(str(trace), "--to", "spool", "--speed", "max", env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert (spool / ORIGIN_FILE).read_text() == "replayed\n"

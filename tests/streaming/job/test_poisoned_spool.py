@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from emitter.replay.sinks import ORIGIN_FILE
 from emitter.scenarios import SCENARIOS
 from routewatch.codec import encode
 from routewatch.events import Event
@@ -50,6 +51,8 @@ def _stream(tmp_path: Path, env: dict[str, str], n: int) -> subprocess.Popen[byt
 def test_a_poisoned_spool_is_quarantined_and_the_job_goes_on(tmp_path: Path) -> None:
     data, spool = tmp_path / "data", tmp_path / "data" / "spool"
     spool.mkdir(parents=True)
+    # what replay and collect leave in a spool (emitter/replay/sinks.py): never read as events
+    (spool / ORIGIN_FILE).write_text("replayed\n")
     env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(data), "ROUTEWATCH_TRIGGER_INTERVAL_S": "1"}
     dies = SCENARIOS["broker-dies"].run(seed=1)
     valid = _lines(dies).splitlines(keepends=True)
@@ -116,6 +119,7 @@ def test_a_poisoned_spool_is_quarantined_and_the_job_goes_on(tmp_path: Path) -> 
         by_reason.setdefault(reason, []).append((detail, raw))
     # every line of noise is bad input, a line that is not UTF-8 naming its file
     assert set(by_reason) <= {"not_utf8", "not_json", "corrupt_file"}
+    assert "replayed" not in {raw for _, raw in by_reason.get("not_json", [])}
     assert all(
         d.endswith(f", in {a}") or d.endswith(f", in {spool / 'b-noise.jsonl'}")
         for d, _ in by_reason["not_utf8"]
