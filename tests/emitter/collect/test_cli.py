@@ -180,7 +180,9 @@ def test_a_start_timeout_of_zero_waits_for_the_namesrvs_as_long_as_it_takes(
         # ten times the polls of the collector that gave up, and it polls on
         polls = gives_up.counters.get("routewatch_collect_polls_total")
         wait_for(
-            lambda: waits.counters.get("routewatch_collect_polls_total") >= 10 * polls or failed,
+            lambda: (
+                waits.counters.get("routewatch_collect_polls_total") >= 10 * polls or bool(failed)
+            ),
             60,
             "ten times as many polls",
         )
