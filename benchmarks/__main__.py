@@ -10,7 +10,8 @@ latency on a shared CPU.
 
 They need what the tests need, installed by ``bash .ci/install --test``: ``replay_rates`` and
 ``detection_latency`` start a real Apache Kafka broker with :mod:`routewatch.testing.kafka`,
-``collect_cost`` a real RocketMQ with :mod:`routewatch.testing.rocketmq`.
+``collect_cost`` a real RocketMQ with :mod:`routewatch.testing.rocketmq`. ``detection_latency``'s
+other cases (``--case sparse``, ``--case collector``, about 5 minutes each) run on their own.
 Run them from the repository's root.
 """
 

@@ -3,7 +3,7 @@
 
     .venv/bin/python -m benchmarks.detection_latency [--sources spool,kafka] [--bounds 0,2]
         [--rounds 2] [--send-rate 2000] [--tick-ms 100] [--poll-ms 75] [--no-record]
-        [--case dense|sparse]
+        [--case dense|sparse|collector]
 
 Smoke run (one cell, about 3 minutes): ``--sources spool --bounds 0 --rounds 1 --no-record``.
 The default run (four cells: spool and Kafka, lateness bound 0 and the default, 2 s) takes
@@ -54,6 +54,11 @@ seconds (two brokers that register every 30 s and die; a producer that sends eve
 200 s on), so the stream's events are 30 s apart around the brokers' expiries: a threshold's
 alert waits for whatever the input next brings, which is how a deployment fed by the collector
 alone (a round every 30 s) sees time pass. Each cell takes about 4 minutes.
+
+**The collector case** (``--case collector``, section ``detection_latency_collector``): a real
+RocketMQ that ``routewatch collect`` alone feeds, quiet but for a few changes made to it, its
+detections measured from each alert's ``opened_at`` against the poll interval + the lateness
+bound + 2 s: ``benchmarks/detection_latency_collector.py`` says how.
 
 **The decisive event** of an alert opened at event time ``I`` is found by running the job's own
 engine (``streaming.engine``: ``Intake``, ``ClusterEngine``) in this process over the cluster's
@@ -512,6 +517,7 @@ class Sighting:
     seen_at: float  # wall clock, s
     detected_at_ms: int
     cluster: str
+    alert: dict[str, Any]  # as the first poll that listed it returned it
 
 
 class Poller(threading.Thread):
@@ -544,7 +550,7 @@ class Poller(threading.Thread):
             page = response.json()
             for a in page["data"]:
                 if a["id"] not in self.seen:
-                    self.seen[a["id"]] = Sighting(now, a["detected_at"], a["cluster"])
+                    self.seen[a["id"]] = Sighting(now, a["detected_at"], a["cluster"], a)
             if not page["next"]:
                 break
             params["cursor"] = page["next"]
@@ -936,7 +942,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--sources", default="spool,kafka", help="spool, kafka or both")
     parser.add_argument(
-        "--bounds", default=f"0,{DEFAULT_BOUND_S:g}", help="lateness bounds, seconds"
+        "--bounds",
+        help=f"lateness bounds, seconds (default: 0,{DEFAULT_BOUND_S:g}; for the collector "
+        f"case {DEFAULT_BOUND_S:g})",
     )
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the main scenarios")
     parser.add_argument("--send-rate", type=int, default=500, help="fleet sends per second")
@@ -948,14 +956,26 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--case",
-        choices=["dense", "sparse"],
+        choices=["dense", "sparse", "collector"],
         default="dense",
         help="dense: the fleet, ticks and the scenario rounds (the default); sparse: one "
-        f"scenario alone, events 30 s apart ({SPARSE_SCENARIO})",
+        f"scenario alone, events 30 s apart ({SPARSE_SCENARIO}); collector: a real RocketMQ "
+        "that routewatch collect alone feeds (benchmarks/detection_latency_collector.py)",
+    )
+    parser.add_argument(
+        "--collect-poll-s",
+        type=float,
+        help="the collector case's poll interval (default: routewatch collect's)",
     )
     args = parser.parse_args()
     args.sources = [s for s in args.sources.split(",") if s]
+    if args.bounds is None:
+        args.bounds = (
+            f"{DEFAULT_BOUND_S:g}" if args.case == "collector" else f"0,{DEFAULT_BOUND_S:g}"
+        )
     args.bounds = [float(b) for b in args.bounds.split(",") if b]
+    if args.collect_poll_s is not None and args.collect_poll_s <= 0:
+        parser.error("--collect-poll-s > 0, please")
     if not set(args.sources) <= {"spool", "kafka"} or not args.sources:
         parser.error("--sources takes spool, kafka or spool,kafka")
     if args.rounds < 1 or args.tick_ms < 0 or args.poll_ms <= 0 or not args.bounds:
@@ -1037,6 +1057,19 @@ def run_all(args: argparse.Namespace, root: Path) -> tuple[list[dict[str, Any]],
     return figures, settings
 
 
+def run_collector_case(args: argparse.Namespace, root: Path) -> int:
+    """``--case collector``: its own module, which borrows this one's processes and figures."""
+    from benchmarks import detection_latency_collector as collector
+
+    poll_s = args.collect_poll_s or collector.DEFAULT_POLL_S
+    figures, settings = collector.run_all(root, args.bounds, poll_s, args.poll_ms / 1000)
+    collector.print_results(figures)
+    if not args.no_record:
+        record(collector.SECTION, {"settings": settings, "cells": figures})
+        print(f"\nrecorded in benchmarks/results/latest.json (section {collector.SECTION})")
+    return 0 if all(f["target_met"] for f in figures) else 1
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -1050,6 +1083,8 @@ def main() -> int:
                 stack.enter_context(tempfile.TemporaryDirectory(prefix="routewatch-latency-"))
             )
             root.mkdir(parents=True, exist_ok=True)
+            if args.case == "collector":
+                return run_collector_case(args, root)
             figures, settings = run_all(args, root)
     except KeyboardInterrupt:
         print("interrupted; every process this benchmark started was stopped", file=sys.stderr)

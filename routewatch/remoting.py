@@ -41,6 +41,7 @@ import orjson
 
 from routewatch import fastjson
 
+UPDATE_AND_CREATE_TOPIC = 17
 GET_ALL_TOPIC_CONFIG = 21
 GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
@@ -638,3 +639,32 @@ def delete_topic_in_broker(
         answer = conn.call(DELETE_TOPIC_IN_BROKER, {"topic": topic})
     if answer.code != SUCCESS:
         raise RemotingError(f"deleting {topic} on the broker at {addr}: {answer.remark}")
+
+
+def update_topic_in_broker(
+    addr: str,
+    topic: str,
+    *,
+    read_queues: int = 8,
+    write_queues: int = 8,
+    perm: int = 6,
+    timeout: float = 3.0,
+    credentials: Credentials | None = None,
+) -> None:
+    """Create or update ``topic`` on the broker at ``addr`` only (``mqadmin updateTopic -b``,
+    without a JVM's start). A 4.9 broker registers the topic with its NameServers before it
+    answers (``registerIncrementBrokerData``)."""
+    header = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(read_queues),
+        "writeQueueNums": str(write_queues),
+        "perm": str(perm),
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+    }
+    with Connection(addr, timeout, credentials) as conn:
+        answer = conn.call(UPDATE_AND_CREATE_TOPIC, header)
+    if answer.code != SUCCESS:
+        raise RemotingError(f"creating {topic} on the broker at {addr}: {answer.remark}")
