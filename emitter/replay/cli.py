@@ -88,6 +88,13 @@ def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="routewatch replay: %(message)s")
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     settings = load(EmitterSettings)
+    if args.to == "kafka" and "kafka_topic" not in settings.model_fields_set:
+        # the default topic is the live one: routewatch collect writes there, the job reads it
+        raise RoutewatchError(
+            f"replay --to kafka needs a topic of its own: set ROUTEWATCH_KAFKA_TOPIC (the "
+            f"default, {settings.kafka_topic}, is where routewatch collect writes a live "
+            "cluster's events, which replayed traces must not mix with)."
+        )
     speed = _speed(args.speed)
     bad: list[str] = []
     rebase_to = int(time.time() * 1000) if args.rebase_time == "now" else None

@@ -111,7 +111,7 @@ def test_an_unreachable_kafka_is_one_sentence_naming_the_address(
     trace: Path, tmp_path: Path
 ) -> None:
     address = f"127.0.0.1:{free_port()}"
-    env = _env(tmp_path, ROUTEWATCH_KAFKA_BOOTSTRAP=address)
+    env = _env(tmp_path, ROUTEWATCH_KAFKA_BOOTSTRAP=address, ROUTEWATCH_KAFKA_TOPIC="replays")
 
     result = _replay(str(trace), "--to", "kafka", env=env)
 
@@ -268,3 +268,15 @@ def test_a_spool_written_before_marks_existed_is_claimed(trace: Path, tmp_path: 
     done = _replay(str(trace), "--to", "spool", "--speed", "max", env=_env(tmp_path))
     assert done.returncode == 0, done.stderr
     assert (spool / ORIGIN_FILE).read_text() == "replayed\n"
+
+
+def test_a_replay_into_kafka_names_its_topic(trace: Path, tmp_path: Path) -> None:
+    # without ROUTEWATCH_KAFKA_TOPIC, the replay would write into the live default topic
+    env = {k: v for k, v in _env(tmp_path).items() if k != "ROUTEWATCH_KAFKA_TOPIC"}
+    result = _replay(str(trace), "--to", "kafka", env=env)
+    assert result.returncode == 2
+    assert result.stderr.decode() == (
+        "routewatch: replay --to kafka needs a topic of its own: set ROUTEWATCH_KAFKA_TOPIC (the "
+        "default, routewatch.events, is where routewatch collect writes a live cluster's events, "
+        "which replayed traces must not mix with).\n"
+    )
