@@ -54,6 +54,8 @@ SUCCESS = 0
 TOPIC_NOT_EXIST = 17
 # MQVersion.Version ordinals: V4_9_3 = 399 (V4_9_4 = 401 and later get standard JSON).
 LEGACY_CLIENT_VERSION = 399
+# V5_0_0_SNAPSHOT: a server whose answers carry this version or later runs RocketMQ 5.x.
+V5_0_0_SNAPSHOT = 412
 JSON_SERIALIZATION = 0
 ROCKETMQ_SERIALIZATION = 1
 FLAG_RESPONSE = 1
@@ -590,7 +592,10 @@ def namesrv_data_version(
 ) -> DataVersion | None:
     """The data version of the topic table the NameServer on ``conn`` holds for the broker at
     ``addr`` (``QUERY_DATA_VERSION``, as a broker asks before registering), or None if it holds
-    none. Read-only: it asks about a version no broker has."""
+    none. Read-only on RocketMQ 4.9 only: it asks about a version no broker has, and a 4.9
+    NameServer renews a broker's liveness only when the version asked is the one it holds. A 5.x
+    NameServer renews it whatever the version (``DefaultRequestProcessor.queryBrokerTopicConfig``
+    calls ``updateBrokerInfoUpdateTimestamp`` unconditionally): never ask one."""
     fields = {
         "brokerName": broker,
         "brokerAddr": addr,

@@ -33,6 +33,9 @@ class NamesrvView:
     versions: dict[str, DataVersion | None] = field(default_factory=dict)  # by broker address;
     # absent: not known this poll (the question failed)
     topics: frozenset[str] | None = None  # every topic it routes (its topic list)
+    # False on RocketMQ 5.x, which renews a broker's liveness when asked its data version: the
+    # versions are then the brokers' own, read from their tables each poll
+    asked_versions: bool = True
     routes: dict[str, TopicRoute | None] = field(default_factory=dict)  # the routes asked
 
 
@@ -167,8 +170,18 @@ class Poller:
                 continue
             snap.brokers[addr] = broker
             versions = {v.versions.get(addr) for v in snap.namesrvs.values()}
-            if any(v is not None and not known(addr, v) for v in versions):
+            unasked = [
+                v
+                for v in snap.namesrvs.values()
+                if not v.asked_versions and addr in v.brokers.values()
+            ]
+            if unasked or any(v is not None and not known(addr, v) for v in versions):
                 broker.table = self._table(addr, key)
+            # a 5.x NameServer is taken to hold the broker's own version (its registrations
+            # carry it; a route query of the broker's sentinel topic shows what it routes)
+            for view in unasked:
+                if broker.table is not None:
+                    view.versions[addr] = broker.table.version
         if routes is not None:
             self._routes(snap, routes)
         for kind in ("namesrv", "broker"):
@@ -183,9 +196,13 @@ class Poller:
         )
         try:
             self.counters.inc("routewatch_collect_requests_total", target="namesrv")
-            body = conn.ask(remoting.GET_BROKER_CLUSTER_INFO, "the cluster list")
+            answer = conn.call(remoting.GET_BROKER_CLUSTER_INFO)
+            if answer.code != remoting.SUCCESS:
+                raise remoting.RemotingError(
+                    f"the cluster list from {ns}: code {answer.code}, {answer.remark}"
+                )
             ts = int(self.clock() * 1000)
-            info = remoting.parse_cluster_info(body)
+            info = remoting.parse_cluster_info(answer.body)
             brokers: dict[BrokerKey, str] = {}
             for clusters_name, names in info.clusters.items():
                 for name in names:
@@ -196,7 +213,12 @@ class Poller:
                         brokers[(data.cluster or clusters_name, name, broker_id)] = addr
             self.counters.inc("routewatch_collect_requests_total", target="namesrv")
             view = NamesrvView(ns, ts, brokers, topics=remoting.topic_list_on(conn))
+            # a 5.x NameServer is never asked a data version: the question would keep a broker
+            # that stopped registering alive there (remoting.namesrv_data_version)
+            view.asked_versions = answer.version < remoting.V5_0_0_SNAPSHOT
             for (cluster, name, broker_id), addr in sorted(brokers.items()):
+                if not view.asked_versions:
+                    break
                 self.counters.inc("routewatch_collect_requests_total", target="namesrv")
                 view.versions[addr] = remoting.namesrv_data_version(
                     conn, cluster, name, broker_id, addr
