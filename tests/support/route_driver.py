@@ -393,7 +393,8 @@ def module_driver(*producers: Callable[[RocketMQCluster], ProducerSpec]) -> Any:
 
     @pytest.fixture(scope="module")
     def driver(cluster: RocketMQCluster) -> Iterator[RouteDriver]:
-        with RouteDriver(cluster.workdir / "driver") as running:
+        # the client of the cluster's own release: 4.9's against 4.9, 5.x's against 5.x
+        with RouteDriver(cluster.workdir / "driver", home=cluster.home) as running:
             for make in producers:
                 running.producer(make(cluster))
             yield running

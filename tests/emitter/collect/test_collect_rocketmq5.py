@@ -1,11 +1,14 @@
-"""``routewatch collect`` on a real RocketMQ 5.x keeps no broker alive.
+"""``routewatch collect`` on a real RocketMQ 5.x (the release the install step resolves).
 
-A 5.x NameServer renews a broker's liveness whenever it is asked the broker's data version
-(``QUERY_DATA_VERSION``; ``DefaultRequestProcessor.queryBrokerTopicConfig`` calls
-``updateBrokerInfoUpdateTimestamp`` whatever the version asked, where 4.9 renews only on the
-version it holds). A collector that asked it would keep a broker that stopped registering
-routed there for as long as it runs. Two NameServers, one broker registered with both, the
-collector watching the first only: the frozen broker leaves both at the same time."""
+- The broker side's alerts, as on 4.9 (:func:`tests.support.collect_alerts.broker_side_alerts`:
+  the same cluster, changes and twin scenario; the producer is 5.x's remoting client).
+- It keeps no broker alive. A 5.x NameServer renews a broker's liveness whenever it is asked
+  the broker's data version (``QUERY_DATA_VERSION``; ``DefaultRequestProcessor
+  .queryBrokerTopicConfig`` calls ``updateBrokerInfoUpdateTimestamp`` whatever the version asked,
+  where 4.9 renews only on the version it holds): a collector that asked would keep a broker that
+  stopped registering routed there for as long as it runs. The collector watching ns1 only,
+  frozen broker-a leaves ns1 when it leaves ns2.
+"""
 
 from __future__ import annotations
 
@@ -18,16 +21,25 @@ import pytest
 
 from routewatch import remoting
 from routewatch.testing.processes import start_routewatch, stop, wait_for
-from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from routewatch.testing.rocketmq import RocketMQCluster, release
+from tests.support.collect_alerts import SPEC, broker_side_alerts
 from tests.support.rocketmq import module_cluster
+from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
 
-pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]
+pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]  # (SPEC: two NameServers, brokers a, b, c)
 
-SPEC = ClusterSpec(namesrvs=("ns1", "ns2"), brokers=(BrokerSpec("broker-a"),))
 EXPIRY_S = 120  # a NameServer drops a broker it has not heard from for this long
 SCAN_S = 5  # a 5.x NameServer looks for them this often (scanNotActiveBrokerInterval)
 
 cluster = module_cluster(SPEC, major=5)
+driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr()))
+
+
+def test_collect_opens_the_broker_side_alerts_on_a_real_5x_cluster(
+    cluster: RocketMQCluster, driver: RouteDriver, tmp_path: Path
+) -> None:
+    assert release(cluster.home)[0] == 5
+    broker_side_alerts(cluster, driver, tmp_path)
 
 
 def _lists(cluster: RocketMQCluster, ns: str) -> bool:
@@ -37,7 +49,7 @@ def _lists(cluster: RocketMQCluster, ns: str) -> bool:
 def test_a_frozen_broker_leaves_the_watched_namesrv_when_it_leaves_the_other(
     cluster: RocketMQCluster, tmp_path: Path
 ) -> None:
-    assert _lists(cluster, "ns1") and _lists(cluster, "ns2")
+    wait_for(lambda: _lists(cluster, "ns1") and _lists(cluster, "ns2"), 60, "broker-a on both")
     env = {
         **os.environ,
         "ROUTEWATCH_DATA_DIR": str(tmp_path),
