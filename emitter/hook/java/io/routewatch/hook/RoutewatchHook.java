@@ -64,6 +64,7 @@ public final class RoutewatchHook implements RPCHook {
     private volatile DefaultMQProducer producer;
     private volatile String clientId;
     private long seq;
+    private static final String OPENING = "{\"v\":1,\"type\":\"";
     private long lastTs;
 
     public RoutewatchHook(RoutewatchConfig config, RPCHook delegate) {
@@ -401,21 +402,12 @@ public final class RoutewatchHook implements RPCHook {
 
     // --- the events ---
 
+    /** An event's opening, without its ts, event_id and seq: {@link #emit} stamps those. */
     private StringBuilder envelope(String type) {
-        long ts;
-        long n;
-        synchronized (this) {  // ts never goes back within this source, seq always goes up
-            ts = Math.max(System.currentTimeMillis(), lastTs);
-            lastTs = ts;
-            n = ++seq;
-        }
-        String client = clientId();
         StringBuilder e = new StringBuilder(384);
-        e.append("{\"v\":1,\"type\":\"").append(type).append("\",\"ts\":").append(ts);
+        e.append(OPENING).append(type).append('"');
         Json.field(e, "cluster", config.cluster);
-        Json.field(e, "event_id", client + "-" + run + "-" + n);
-        Json.field(e, "seq", n);
-        Json.field(e, "client_id", client);
+        Json.field(e, "client_id", clientId());
         return e;
     }
 
@@ -448,8 +440,24 @@ public final class RoutewatchHook implements RPCHook {
         return Json.field(e, "status", status);
     }
 
+    /**
+     * Stamps the event and hands it to the writer in one step, so that the spool gets a source's
+     * events in their seq order whatever threads make them (the client's refresh and the sends):
+     * ts never goes back within this source, and seq always goes up, line after line.
+     */
     private void emit(StringBuilder event) {
-        writer.offer(event.append('}').toString());
+        event.append('}');
+        String client = clientId();
+        synchronized (this) {
+            long ts = Math.max(System.currentTimeMillis(), lastTs);
+            lastTs = ts;
+            long n = ++seq;
+            StringBuilder stamp = new StringBuilder(96).append(",\"ts\":").append(ts);
+            Json.field(stamp, "event_id", client + "-" + run + "-" + n);
+            Json.field(stamp, "seq", n);
+            event.insert(event.indexOf("\"", OPENING.length()) + 1, stamp);
+            writer.offer(event.toString());  // never blocks
+        }
     }
 
     // --- the producer's settings, read when an event is written ---
