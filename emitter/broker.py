@@ -3,10 +3,11 @@
 Modelled on ``BrokerController`` (registration at start, then every 30 s after a first 10 s),
 ``TopicConfigManager`` (the topics a broker makes at start; ``topics.json``, written when the
 table changes; ``createTopicInSendMessageMethod``, auto-creation from the template named by the
-send, after which the broker registers its whole table at once), ``registerIncrementBrokerData``
+send, after which the broker registers its whole table at once in 4.x, the new topic alone in
+5.x: :mod:`emitter.versions`), ``registerIncrementBrokerData``
 (immediate registration of a topic made with ``updateTopic``) and
 ``SlaveSynchronize.syncTopicConfig`` (a slave copies its master's table when their data versions
-differ), and checked against RocketMQ 4.9.8 (docs/emitter.md, "Checked against RocketMQ 4.9.8").
+differ), and checked against RocketMQ 4.9 and 5.x (docs/emitter.md, "Checked against RocketMQ").
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ from dataclasses import dataclass, replace
 
 from emitter.namesrv import NameServer
 from emitter.sim import Simulation, Timer
+from emitter.versions import (
+    ROCKETMQ_4,
+    SYSTEM_TOPIC_ADMIN_REFUSED_FROM,
+    Release,
+    persists_topics_on_shutdown,
+    registers_whole_table_on_auto_create,
+)
 from routewatch.events import Heartbeat, HeldTopic, InferredAutoCreation, TopicConfig
 from routewatch.rocketmq import (
     DEFAULT_TOPIC_QUEUE_NUMS,
@@ -32,7 +40,6 @@ __all__ = [
     "FIRST_REGISTER_DELAY_MS",
     "SLAVE_SYNC_FIRST_DELAY_MS",
     "SLAVE_SYNC_PERIOD_MS",
-    "SYSTEM_TOPIC_ADMIN_REFUSED_FROM",
     "Broker",
     "SendResult",
 ]
@@ -45,17 +52,17 @@ SLAVE_SYNC_PERIOD_MS = 10_000
 """A slave copies its master's topic table 3 s after start, then every 10 s
 (``BrokerController.handleSlaveSynchronize``, 4.9.x; ``SlaveSynchronize.syncTopicConfig``)."""
 
-
-SYSTEM_TOPIC_ADMIN_REFUSED_FROM = (4, 8, 0)
-"""From 4.8.0 a broker refuses ``updateTopic`` and ``deleteTopic`` of a system topic (TBW102
-included): "The topic[TBW102] is conflict with system topic"."""
-
 CLUSTER_TOPIC_QUEUE_NUMS = 16
 """The queues of the topic named after the cluster (``TopicConfig``'s default)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SendResult:
+    """A broker's answer to one send: a ``SendStatus`` of the contract, or ``ILLEGAL_QUEUE``
+    (a queue id the topic does not have), which has none: the client library writes no event
+    for it, and a 4.x client retries it (``SYSTEM_ERROR``), a 5.x one does not
+    (``INVALID_PARAMETER``)."""
+
     status: str
     auto_created: bool = False
 
@@ -77,7 +84,7 @@ class Broker:
         register_period_ms: int = REGISTER_PERIOD_MS,
         split_size: int | None = None,
         master: Broker | None = None,
-        version: tuple[int, int, int] = (4, 9, 8),
+        version: Release = ROCKETMQ_4,
         inferred: Callable[[Broker], Mapping[str, InferredAutoCreation]] | None = None,
     ) -> None:
         self.sim = sim
@@ -203,7 +210,11 @@ class Broker:
                 ns.channel_closed((self.cluster, self.name, self.broker_id))
 
     def shutdown(self) -> None:
-        """Clean shutdown: unregister from every reachable NameServer, then stop."""
+        """Clean shutdown (SIGTERM, ``mqshutdown``): unregister from every reachable NameServer,
+        then stop; a 5.x broker writes its table (and data version) to ``topics.json`` first."""
+        if persists_topics_on_shutdown(self.version):
+            self.stored = dict(self.topics)
+            self._stored_version = self._version
         self._register({}, full=True, shutdown=True)
         self._halt()
 
@@ -334,7 +345,7 @@ class Broker:
 
     def refuses_admin(self, topic: str) -> bool:
         """Whether ``updateTopic``/``deleteTopic`` of ``topic`` is refused: a system topic,
-        from 4.8.0 on."""
+        from 4.8.0 on ("The topic[TBW102] is conflict with system topic")."""
         return self.version >= SYSTEM_TOPIC_ADMIN_REFUSED_FROM and is_system_topic(
             topic, "", frozenset()
         )
@@ -375,25 +386,38 @@ class Broker:
             self._changed()
         return True
 
-    def receive_send(self, topic: str, default_topic: str, default_queue_nums: int) -> SendResult:
-        """Handle one send request; auto-create ``topic`` from the template when allowed."""
+    def receive_send(
+        self, topic: str, default_topic: str, default_queue_nums: int, queue_id: int = 0
+    ) -> SendResult:
+        """Handle one send request to ``queue_id``; auto-create ``topic`` from the template when
+        allowed (``AbstractSendMessageProcessor.msgCheck``). A queue id the topic does not have
+        is refused after the topic is found or made ("request queueId[q] is illegal":
+        ``ILLEGAL_QUEUE``): a 5.x producer whose template route came from TBW102 while the broker
+        made the topic from a smaller template sends there until its next refresh."""
         if not self.running:
             return SendResult("TIMEOUT")
-        if topic in self.topics:
-            return SendResult("SEND_OK")
-        template = self.topics.get(default_topic)
-        if template is not None and default_topic == TBW102 and not self.auto_create:
-            # With auto-creation off the broker strips the inherit bit from its TBW102, in
-            # memory: no new data version, so NameServers keep the one they had.
-            template = replace(template, perm=PERM_READ | PERM_WRITE)
-            self.topics[TBW102] = template
-        if template is None or not template.perm & PERM_INHERIT:
-            return SendResult("TOPIC_NOT_EXIST")
-        q = min(default_queue_nums, template.write_queue_nums)
-        config = TopicConfig(
-            read_queue_nums=q, write_queue_nums=q, perm=template.perm & ~PERM_INHERIT
-        )
-        self.topics[topic] = config
-        self._changed()
-        self.register_all()  # the whole table at once (registerBrokerAll), not an increment
-        return SendResult("SEND_OK", auto_created=True)
+        auto_created = False
+        if topic not in self.topics:
+            template = self.topics.get(default_topic)
+            if template is not None and default_topic == TBW102 and not self.auto_create:
+                # With auto-creation off the broker strips the inherit bit from its TBW102, in
+                # memory: no new data version, so NameServers keep the one they had.
+                template = replace(template, perm=PERM_READ | PERM_WRITE)
+                self.topics[TBW102] = template
+            if template is None or not template.perm & PERM_INHERIT:
+                return SendResult("TOPIC_NOT_EXIST")
+            q = min(default_queue_nums, template.write_queue_nums)
+            config = TopicConfig(
+                read_queue_nums=q, write_queue_nums=q, perm=template.perm & ~PERM_INHERIT
+            )
+            self.topics[topic] = config
+            self._changed()
+            if registers_whole_table_on_auto_create(self.version):
+                self.register_all()  # 4.x: the whole table at once (registerBrokerAll)
+            else:
+                self.register_topic(topic)  # 5.x: the new topic alone, under the new version
+            auto_created = True
+        held = self.topics[topic]
+        if queue_id >= max(held.read_queue_nums, held.write_queue_nums):
+            return SendResult("ILLEGAL_QUEUE", auto_created=auto_created)
+        return SendResult("SEND_OK", auto_created=auto_created)

@@ -3,7 +3,9 @@
 Modelled on ``MQClientInstance`` (one NameServer chosen at random and kept while it answers;
 every topic in use refreshed every ``pollNameServerInterval``, first 10 ms after start) and
 ``DefaultMQProducerImpl`` (``tryToFindTopicPublishInfo``, round-robin queue choice from a
-random start, retries on another broker after a refusal or a timeout).
+random start, retries on another broker after a refusal or a timeout), as the client of the
+world's release behaves (:mod:`emitter.versions`: a 5.1.1+ client takes every template route
+from TBW102's and refreshes no ``createTopicKey``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ from typing import Any
 from emitter.broker import Broker
 from emitter.namesrv import NameServer
 from emitter.sim import Simulation
+from emitter.versions import (
+    ROCKETMQ_4,
+    Release,
+    refreshes_create_topic_key,
+    retries_illegal_queue,
+    template_route_of,
+)
 from routewatch.events import QueueData, RoutePull, Send
 from routewatch.rocketmq import (
     CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
@@ -117,17 +126,20 @@ class Producer(_Client):
         create_topic_key: str = TBW102,
         default_topic_queue_nums: int = CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
         retries: int = 2,
+        version: Release = ROCKETMQ_4,
         **kwargs: object,
     ) -> None:
         super().__init__(sim, **kwargs)  # type: ignore[arg-type]
         self.brokers = brokers
+        self.version = version
         self.create_topic_key = create_topic_key
         self.default_topic_queue_nums = default_topic_queue_nums
         self.retries = retries
         self.publish: dict[str, PublishInfo | None] = {}
 
     def start(self) -> None:
-        self.publish[self.create_topic_key] = None
+        if refreshes_create_topic_key(self.version):
+            self.publish[self.create_topic_key] = None
         self.sim.every(self.poll_ms, self.refresh_all, FIRST_POLL_DELAY_MS)
 
     def _pull_fields(self, via_default: bool) -> dict[str, Any]:
@@ -178,7 +190,8 @@ class Producer(_Client):
         if route is not None:
             self._install(topic, route, via_default=False)
         else:
-            template = self.pull(topic, lookup=self.create_topic_key, via_default=True)
+            lookup = template_route_of(self.version, self.create_topic_key)
+            template = self.pull(topic, lookup=lookup, via_default=True)
             if template is not None:
                 self._install(topic, template, via_default=True)
         info = self.publish.get(topic)
@@ -197,16 +210,22 @@ class Producer(_Client):
             broker_name, queue_id = info.select(avoid)
             broker = self.brokers(broker_name)
             result = (
-                broker.receive_send(topic, self.create_topic_key, self.default_topic_queue_nums)
+                broker.receive_send(
+                    topic, self.create_topic_key, self.default_topic_queue_nums, queue_id
+                )
                 if broker is not None
                 else None
             )
             status = result.status if result is not None else "TIMEOUT"
-            self._emit_send(
-                topic, broker_name, queue_id, status, result is not None and result.auto_created
-            )
-            if status not in RETRYABLE:
-                break
+            if status == "ILLEGAL_QUEUE":  # no status of the contract: the library writes none
+                if not retries_illegal_queue(self.version):
+                    break
+            else:
+                self._emit_send(
+                    topic, broker_name, queue_id, status, result is not None and result.auto_created
+                )
+                if status not in RETRYABLE:
+                    break
             avoid = broker_name
         return status
 

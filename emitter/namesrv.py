@@ -1,7 +1,8 @@
 """A NameServer: a route registry that only knows what brokers registered with it.
 
-Modelled on RocketMQ 4.9.8's ``RouteInfoManager`` and checked against the real one (see
-docs/emitter.md, "Checked against RocketMQ 4.9.8"):
+Modelled on RocketMQ 4.9.8's ``RouteInfoManager`` (and 5.x's, where :mod:`emitter.versions`
+says they differ) and checked against the real ones (see docs/emitter.md, "Checked against
+RocketMQ"):
 
 - Queue data is kept per topic and broker *name*, from the master's registrations only (a
   slave's table never reaches a route), and a registration's table is applied only when it is
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from emitter.sim import Simulation
+from emitter.versions import ROCKETMQ_4, Release
 from routewatch.events import Heartbeat, QueueData, TopicConfig
 from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_READ, PERM_WRITE
 
@@ -57,10 +59,10 @@ class _Live:
 class NameServer:
     """One NameServer, addressed ``ip:port``."""
 
-    def __init__(self, sim: Simulation, addr: str, version: int = 4) -> None:
+    def __init__(self, sim: Simulation, addr: str, version: Release = ROCKETMQ_4) -> None:
         self.sim = sim
         self.addr = addr
-        self.scan_interval_ms = SCAN_INTERVAL_MS[version]
+        self.scan_interval_ms = SCAN_INTERVAL_MS[version[0]]
         self.live: dict[BrokerKey, _Live] = {}
         self.broker_ids: dict[str, set[int]] = {}  # brokerAddrTable: broker name -> ids
         self.queues: dict[str, dict[str, TopicConfig]] = {}  # topicQueueTable

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from emitter.broker import Broker
+from emitter.versions import BEFORE_4_8, ROCKETMQ_4, Release
 from emitter.world import DEFAULT_CLUSTER, World
 from routewatch.alerts import AlertKind, AlertState, NoRouteCause, Severity
 from routewatch.events import Event
@@ -43,23 +44,42 @@ class ExpectedAlert:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A named script over a :class:`World`, run for ``duration_s`` seconds."""
+    """A named script over a :class:`World`, run for ``duration_s`` seconds. ``expected`` are
+    the alerts it ends with under every release line's behaviour, unless ``expected_on_5``
+    says what it ends with under 5.x's (:mod:`emitter.versions`)."""
 
     name: str
     summary: str
     duration_s: int
     script: Callable[[World], None]
     expected: tuple[ExpectedAlert, ...] = field(default=())
+    expected_on_5: tuple[ExpectedAlert, ...] | None = None
 
-    def world(self, seed: int = 0, sink: Callable[[Event], None] | None = None) -> World:
-        """The scenario's world, scripted but not yet run."""
-        world = World(seed, sink=sink)
+    def expected_under(self, version: Release = ROCKETMQ_4) -> tuple[ExpectedAlert, ...]:
+        """The alerts a correct monitor ends with when the scenario runs under ``version``."""
+        if version[0] >= 5 and self.expected_on_5 is not None:
+            return self.expected_on_5
+        return self.expected
+
+    def world(
+        self,
+        seed: int = 0,
+        sink: Callable[[Event], None] | None = None,
+        version: Release = ROCKETMQ_4,
+    ) -> World:
+        """The scenario's world under RocketMQ ``version``'s behaviour, scripted but not run."""
+        world = World(seed, sink=sink, version=version)
         self.script(world)
         return world
 
-    def run(self, seed: int = 0, sink: Callable[[Event], None] | None = None) -> list[Event]:
+    def run(
+        self,
+        seed: int = 0,
+        sink: Callable[[Event], None] | None = None,
+        version: Release = ROCKETMQ_4,
+    ) -> list[Event]:
         """Run the whole scenario; returns its events (empty when ``sink`` takes them)."""
-        return self.world(seed, sink).run(self.duration_s)
+        return self.world(seed, sink, version).run(self.duration_s)
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -84,11 +104,14 @@ def on_clusters(scenarios: Mapping[str, str], first_seed: int) -> list[Event]:
 
 
 def _scenario(
-    name: str, duration_s: int, *expected: ExpectedAlert
+    name: str,
+    duration_s: int,
+    *expected: ExpectedAlert,
+    on_5: tuple[ExpectedAlert, ...] | None = None,
 ) -> Callable[[Callable[[World], None]], Callable[[World], None]]:
     def register(script: Callable[[World], None]) -> Callable[[World], None]:
         summary = (script.__doc__ or "").strip().splitlines()[0]
-        SCENARIOS[name] = Scenario(name, summary, duration_s, script, tuple(expected))
+        SCENARIOS[name] = Scenario(name, summary, duration_s, script, tuple(expected), on_5)
         return script
 
     return register
@@ -99,16 +122,12 @@ def _two_brokers(
     *,
     auto_create: bool = True,
     namesrvs: int = 1,
-    version: tuple[int, int, int] = (4, 9, 8),
+    version: Release | None = None,
 ) -> None:
     for _ in range(namesrvs):
         w.add_namesrv()
     w.add_broker("broker-a", auto_create=auto_create, version=version)
     w.add_broker("broker-b", auto_create=auto_create, version=version)
-
-
-BEFORE_4_8 = (4, 7, 1)
-"""Brokers that still let ``deleteTopic`` remove TBW102 (4.8.0 and later refuse it)."""
 
 
 T = "TopicA"
@@ -182,10 +201,16 @@ def no_namesrv(w: World) -> None:
     "create-topic-key-mismatch",
     200,
     ExpectedAlert("NO_ROUTE_INFO", "open", "critical", topic=T, cause="CREATE_TOPIC_KEY_MISMATCH"),
+    on_5=(ExpectedAlert("SEND_REJECTED", "open", "warning", topic=T),),
 )
 def create_topic_key_mismatch(w: World) -> None:
     """A 4.3.0-style client whose createTopicKey is AUTO_CREATE_TOPIC_KEY, which no broker has,
-    while the brokers do report TBW102: its fallback pull fails."""
+    while the brokers do report TBW102: its fallback pull fails.
+
+    A 5.x client (5.1.1+) takes TBW102's route as the template whatever its key, so its sends
+    reach the brokers, which refuse them (no topic named by the key to create from):
+    ``SEND_REJECTED`` in place of ``NO_ROUTE_INFO``.
+    """
     _two_brokers(w)
     p = w.add_producer(create_topic_key="AUTO_CREATE_TOPIC_KEY")
     w.every(10, lambda: p.send(T), 5, 195)

@@ -9,6 +9,7 @@ from emitter.clients import Consumer, Producer
 from emitter.inference import AutoCreateInference, MasterTable
 from emitter.namesrv import NameServer
 from emitter.sim import DEFAULT_START_MS, Simulation
+from emitter.versions import ROCKETMQ_4, Release
 from routewatch.events import Event, Heartbeat, InferredAutoCreation
 from routewatch.rocketmq import (
     CLIENT_DEFAULT_TOPIC_QUEUE_NUMS,
@@ -25,14 +26,16 @@ DEFAULT_CLUSTER = "DefaultCluster"
 
 class World:
     """Builds a deployment and runs it; times given to :meth:`at` and :meth:`run` are seconds
-    from the start. Events go to ``sink``, or are collected in :attr:`events`."""
+    from the start. Events go to ``sink``, or are collected in :attr:`events`. ``version`` is
+    the RocketMQ release whose behaviour the NameServers and brokers follow
+    (:mod:`emitter.versions`: 4.9 by default, or 5.x)."""
 
     def __init__(
         self,
         seed: int = 0,
         *,
         start_ms: int = DEFAULT_START_MS,
-        namesrv_version: int = 4,
+        version: Release = ROCKETMQ_4,
         sink: Callable[[Event], None] | None = None,
     ) -> None:
         self.events: list[Event] = []
@@ -43,7 +46,7 @@ class World:
         self.observed_from_ms = start_ms
         self.client_events = True
         self.inference = AutoCreateInference()
-        self.namesrv_version = namesrv_version
+        self.version = version
         self.namesrvs: dict[str, NameServer] = {}
         self.brokers: dict[tuple[str, int], Broker] = {}
         self.producers: list[Producer] = []
@@ -117,7 +120,7 @@ class World:
 
     def add_namesrv(self, addr: str | None = None) -> NameServer:
         addr = addr or f"10.0.0.{100 + len(self.namesrvs)}:9876"
-        ns = NameServer(self.sim, addr, self.namesrv_version)
+        ns = NameServer(self.sim, addr, self.version)
         self.namesrvs[addr] = ns
         ns.start()
         return ns
@@ -135,14 +138,14 @@ class World:
         namesrvs: Iterable[str] | None = None,
         split_size: int | None = None,
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
-        version: tuple[int, int, int] = (4, 9, 8),
+        version: Release | None = None,
         start: bool = True,
     ) -> Broker:
         """A broker registering with ``namesrvs`` (every NameServer by default), started now.
 
         A slave (``broker_id`` > 0) copies the table of the master of the same name. ``version``
-        is the broker's RocketMQ release where behaviour changed between releases (a broker
-        before 4.8.0 lets ``deleteTopic`` remove TBW102)."""
+        is the broker's RocketMQ release when it is not the world's (a broker before 4.8.0
+        lets ``deleteTopic`` remove TBW102)."""
         index = len(self.brokers)
         broker = Broker(
             self.sim,
@@ -154,7 +157,7 @@ class World:
             auto_create=auto_create,
             default_topic_queue_nums=default_topic_queue_nums,
             split_size=split_size,
-            version=version,
+            version=version or self.version,
             master=self._master(name) if broker_id != 0 else None,
             inferred=self._inferred,
         )
@@ -201,6 +204,7 @@ class World:
             create_topic_key=create_topic_key,
             default_topic_queue_nums=default_topic_queue_nums,
             retries=retries,
+            version=self.version,
         )
         self.producers.append(producer)
         producer.start()

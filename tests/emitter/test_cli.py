@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from emitter.scenarios import SCENARIOS
+from emitter.versions import ROCKETMQ_5
 from routewatch.codec import encode
 from routewatch.validation import validate
 
@@ -38,6 +39,30 @@ def test_a_scenario_is_written_as_gzipped_json_lines(tmp_path: Path) -> None:
     assert lines == [encode(e) for e in SCENARIOS["broker-dies"].run(seed=4)]
     assert f"wrote {len(lines)} events to {out}" in result.stderr
     assert [p.name for p in out.parent.iterdir()] == ["one.jsonl.gz"]
+
+
+def test_rocketmq_5_runs_the_scenario_under_the_5x_behaviour(tmp_path: Path) -> None:
+    out = tmp_path / "five.jsonl"
+
+    result = _routewatch(
+        "simulate", "--scenario", "one-send-then-silence", "--rocketmq", "5", "--out", str(out)
+    )
+
+    assert result.returncode == 0, result.stderr
+    lines = out.read_bytes().splitlines()
+    five = SCENARIOS["one-send-then-silence"].run(version=ROCKETMQ_5)
+    assert lines == [encode(e) for e in five]
+    # the auto-created topic is registered alone (5.x), not with the whole table (4.9)
+    increments = [orjson.loads(line) for line in lines if b'"full":false' in line]
+    assert [sorted(e["topics"]) for e in increments] == [["TopicA"]]
+    assert lines != [encode(e) for e in SCENARIOS["one-send-then-silence"].run()]
+
+
+def test_an_unknown_rocketmq_line_is_refused_by_the_parser(tmp_path: Path) -> None:
+    result = _routewatch("simulate", "--scenario", "broker-dies", "--rocketmq", "6", "--out", "x")
+
+    assert result.returncode == 2
+    assert "invalid choice: '6' (choose from '4.9', '5')" in result.stderr
 
 
 def test_a_fleet_is_written_as_json_lines(tmp_path: Path) -> None:

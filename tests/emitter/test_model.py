@@ -7,6 +7,7 @@ import functools
 import pytest
 
 from emitter.broker import Broker
+from emitter.versions import ROCKETMQ_4, ROCKETMQ_5, Release
 from emitter.world import World
 from routewatch.events import Event, Heartbeat, QueueData, RoutePull, Send, TopicConfig
 from routewatch.rocketmq import TBW102
@@ -19,10 +20,10 @@ def _world(
     *,
     auto_create: bool = True,
     namesrvs: int = 1,
-    version: int = 4,
-    broker_version: tuple[int, int, int] = (4, 9, 8),
+    version: Release = ROCKETMQ_4,
+    broker_version: Release | None = None,
 ) -> World:
-    w = World(seed, namesrv_version=version)
+    w = World(seed, version=version)
     for _ in range(namesrvs):
         w.add_namesrv()
     w.add_broker("broker-a", auto_create=auto_create, version=broker_version)
@@ -75,6 +76,40 @@ def test_an_auto_created_topic_gets_4_queues_per_broker_with_two_brokers() -> No
         ("broker-a", 4, 4, 6),
         ("broker-b", 4, 4, 6),
     ]
+
+
+@pytest.mark.parametrize("version", [ROCKETMQ_4, ROCKETMQ_5], ids=["rocketmq4", "rocketmq5"])
+def test_after_auto_creating_a_4x_broker_registers_its_table_and_a_5x_broker_the_topic(
+    version: Release,
+) -> None:
+    """A 4.x broker registers its whole table at once (``registerBrokerAll``), a 5.x broker
+    the new topic alone under its new data version (``registerIncrementBrokerData``): the
+    NameServer then skips the next full registration (same version), so the TBW102 that lost
+    its inherit bit in memory reaches it on 4.x only."""
+    w = _world(version=version)
+    b = w.broker("broker-b")
+    w.at(1, lambda: b.upsert_topic("Written", 4, 4))
+    w.at(2, b.kill)
+    w.at(3, lambda: b.start(auto_create=False))  # topics.json holds TBW102: a stale template
+    p = w.add_producer(retries=0, create_topic_key="DefaultCluster")
+    stale = w.add_producer("stale", retries=0)
+    w.every(0.001, lambda: stale.send("Refused"), 5, 5.007)  # b's TBW102 loses its inherit bit
+    w.every(0.001, lambda: p.send(T), 6, 6.007)  # auto-created on both, from the cluster topic
+    events = w.run(50)
+
+    registered = [
+        sorted(hb.topics)
+        for hb in _of(events, Heartbeat)
+        if hb.broker == "broker-b" and hb.ts >= w.ms(6)
+    ]
+    tbw102 = {q.broker: q.perm for q in next(iter(w.namesrvs.values())).route(TBW102) or []}
+    if version < (5, 0, 0):
+        assert len(registered[0]) > 1 and T in registered[0]
+        assert tbw102 == {"broker-a": 7, "broker-b": 6}
+    else:
+        assert registered[0] == [T]
+        assert tbw102 == {"broker-a": 7, "broker-b": 7}
+    assert _route_brokers(w) == ["broker-a", "broker-b"]
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -236,9 +271,9 @@ def test_a_killed_broker_leaves_every_route_at_once() -> None:
     assert _route_brokers(w, i=0) == _route_brokers(w, i=1) == ["broker-a"]
 
 
-@pytest.mark.parametrize(("version", "dropped_at"), [(4, 160), (5, 160)])
+@pytest.mark.parametrize(("version", "dropped_at"), [(ROCKETMQ_4, 160), (ROCKETMQ_5, 160)])
 def test_a_silent_broker_leaves_routes_when_its_channel_has_been_idle_for_120s(
-    version: int, dropped_at: int
+    version: Release, dropped_at: int
 ) -> None:
     w = _world(version=version)
     w.at(1, lambda: w.create_topic(T, 4))
@@ -394,3 +429,30 @@ def test_a_slave_cut_off_from_its_master_keeps_the_table_it_had() -> None:
     w.at(61, slave.regain_master)
     w.run(63)
     assert slave.topics[T].write_queue_nums == 8
+
+
+@pytest.mark.parametrize("version", [ROCKETMQ_4, ROCKETMQ_5], ids=["rocketmq4", "rocketmq5"])
+def test_a_send_to_a_queue_the_topic_lacks_is_refused_and_written_by_no_one(
+    version: Release,
+) -> None:
+    """A producer keyed to a broker's one-queue topic, TBW102 still routed: a 4.x client's
+    template is the key's route (one queue: every send lands); a 5.x client's is TBW102's
+    (4 queues per broker), so broker-b refuses and broker-a refuses queues 1-3 ("request
+    queueId[q] is illegal", which the client library writes no event for), at once on 5.x."""
+    w = _world(version=version)
+    p = w.add_producer(create_topic_key="broker-a", retries=2)
+    w.every(0.001, lambda: p.send(T), 5, 5.007)
+    events = w.run(10)
+
+    sends = [(e.status, e.broker, e.queue_id) for e in _of(events, Send)]
+    route = next(iter(w.namesrvs.values())).route(T)
+    assert route is not None
+    assert [(q.broker, q.write_queue_nums) for q in route] == [("broker-a", 1)]
+    if version < (5, 0, 0):
+        assert sends == [("SEND_OK", "broker-a", 0)] * 8
+    else:
+        assert ("SEND_OK", "broker-a", 0) in sends
+        assert {s for s in sends if s[0] != "SEND_OK"} <= {
+            ("TOPIC_NOT_EXIST", "broker-b", q) for q in range(4)
+        }
+        assert len([s for s in sends if s[0] == "SEND_OK"]) < 8  # the illegal queues wrote nothing

@@ -10,6 +10,7 @@ import orjson
 
 from emitter.scenarios import SCENARIOS, ExpectedAlert
 from emitter.trace import TraceWriter
+from emitter.versions import ROCKETMQ_4, Release
 from routewatch.codec import encode
 from routewatch.events import Event
 from routewatch.validation import validate
@@ -17,13 +18,15 @@ from routewatch.validation import validate
 Arrival = tuple[str, int, int | None, str]
 
 
-def arrivals(name: str, seed: int = 0) -> list[Arrival]:
-    """``(event_id, ts, seq, raw)`` of every event of a scenario, in trace order."""
-    return [(e.event_id, e.ts, e.seq, encode(e).decode()) for e in SCENARIOS[name].run(seed)]
+def arrivals(name: str, seed: int = 0, version: Release = ROCKETMQ_4) -> list[Arrival]:
+    """``(event_id, ts, seq, raw)`` of every event of a scenario under RocketMQ ``version``'s
+    behaviour, in trace order."""
+    events = SCENARIOS[name].run(seed, version=version)
+    return [(e.event_id, e.ts, e.seq, encode(e).decode()) for e in events]
 
 
-def expected(name: str) -> list[tuple[object, ...]]:
-    return sorted(_shape(a) for a in SCENARIOS[name].expected)
+def expected(name: str, version: Release = ROCKETMQ_4) -> list[tuple[object, ...]]:
+    return sorted(_shape(a) for a in SCENARIOS[name].expected_under(version))
 
 
 def _shape(a: ExpectedAlert) -> tuple[object, ...]:
