@@ -60,10 +60,19 @@ JAVA17_OPTS = (
 )
 # C1 only: the processes start in about half the CPU time, on a machine whose cores are shared.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# A NameServer's or broker's listeners without TLS: the default, permissive mode builds a
+# self-signed SSL context per listener at start (TlsSystemConfig, NettyRemotingServer
+# .loadSslContext), 10-15 s of a 4.9 broker's 16 s boot and as much on 5.x. Plain TCP, which
+# permissive mode also accepts, is all routewatch and the clients here speak.
+TLS_OFF = "-Dtls.server.mode=disabled"
 NAMESRV_HEAP = ("-Xms64m", "-Xmx128m")
 BROKER_HEAP = ("-Xms128m", "-Xmx256m", "-XX:MaxDirectMemorySize=128m")
 TOOL_HEAP = ("-Xmx128m",)
 BOOT_SUCCESS = "boot success"
+_REGISTERED = re.compile(
+    rb"register broker\[\d+\]to name server (\S+) OK\s*$"
+    rb"|Registering current broker to name server completed\. TargetHost=(\S+)"
+)
 
 
 class RocketMQNotFoundError(RuntimeError):
@@ -285,7 +294,12 @@ class _Process:
             self._proc = subprocess.Popen(
                 [
                     *java_command(
-                        self.home, self.dir, self.heap, self.main, self.process, self.jvm_flags()
+                        self.home,
+                        self.dir,
+                        self.heap,
+                        self.main,
+                        self.process,
+                        (TLS_OFF, *self.jvm_flags()),
                     ),
                     "-c",
                     str(config),
@@ -514,14 +528,25 @@ class Broker(_Process):
         """The broker's topic table, asked of the broker itself."""
         return remoting.broker_topics(self.addr, credentials=self.spec.acl)
 
-    def registrations(self) -> int:
-        """How many registrations with a NameServer the broker has logged as done (its
-        ``broker.log``, across restarts)."""
+    def registration_lines(self, namesrv: str | None = None) -> list[bytes]:
+        """The lines of the broker's ``broker.log`` (across restarts) that say a registration
+        with a NameServer (``namesrv``, ``ip:port``, or any) is done: 4.x's "register
+        broker[0]to name server ADDR OK", 5.x's "Registering current broker to name server
+        completed. TargetHost=ADDR" (``BrokerOuterAPI.registerBrokerAll``)."""
         log = self.dir / "logs" / "rocketmqlogs" / "broker.log"
         if not log.exists():
-            return 0
+            return []
         with log.open("rb") as f:
-            return sum(b"to name server" in line and line.rstrip().endswith(b"OK") for line in f)
+            return [
+                line
+                for line in f
+                if (match := _REGISTERED.search(line)) is not None
+                and (namesrv is None or (match.group(1) or match.group(2)).decode() == namesrv)
+            ]
+
+    def registrations(self) -> int:
+        """How many registrations with a NameServer the broker has logged as done."""
+        return len(self.registration_lines())
 
     def running_config(self) -> dict[str, str]:
         """The properties the broker runs with now, asked of the broker itself."""
@@ -566,6 +591,8 @@ class RocketMQCluster:
         self.spec = spec
         self.workdir = workdir
         self.home = home or rocketmq_home()
+        self.release = release(self.home)
+        self.major = self.release[0]  # 4 or 5: which release line's behaviour to expect
         taken: set[int] = set()
         self.namesrvs: dict[str, NameServer] = {}
         for name in spec.namesrvs:
@@ -596,6 +623,13 @@ class RocketMQCluster:
                 proc.terminate()
             for proc in group:
                 proc.stop(timeout)
+
+    def discard(self) -> None:
+        """Kill every process at once (SIGKILL, by its PID): for a cluster that is thrown away
+        with its directory, whose graceful shutdown (a broker's takes seconds) nobody reads."""
+        for proc in [*self.brokers.values(), *self.namesrvs.values()]:
+            if proc.running:
+                proc.kill()
 
     def broker(self, key: str) -> Broker:
         return self.brokers[key]
@@ -733,11 +767,11 @@ class MQAdminError(RuntimeError):
 @contextlib.contextmanager
 def running_cluster(spec: ClusterSpec, workdir: Path, major: int = 4) -> Iterator[RocketMQCluster]:
     """A started cluster of the ``major`` release line (4 or 5) in ``workdir``, every process
-    stopped afterwards (also on failure)."""
+    killed afterwards (also on failure): the cluster is thrown away, so no graceful shutdown."""
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = RocketMQCluster(spec, workdir, rocketmq_home(major))
     try:
         cluster.start()
         yield cluster
     finally:
-        cluster.stop()
+        cluster.discard()

@@ -19,7 +19,7 @@ from routewatch.testing.rocketmq import (
     running_cluster,
 )
 
-__all__ = ["listeners", "loopback_listeners", "module_cluster", "require_rocketmq"]
+__all__ = ["EVERY_MAJOR", "listeners", "loopback_listeners", "module_cluster", "require_rocketmq"]
 
 
 def require_rocketmq(major: int = 4) -> Path:
@@ -35,15 +35,26 @@ def require_rocketmq(major: int = 4) -> Path:
     return home
 
 
-def module_cluster(spec: ClusterSpec, major: int = 4) -> Any:
+EVERY_MAJOR = (4, 5)
+"""The release lines the suite runs on: 4.9.x and 5.x (``routewatch.testing.parts`` pins them)."""
+
+
+def module_cluster(spec: ClusterSpec, major: int | tuple[int, ...] = 4) -> Any:
     """A module-scoped ``cluster`` fixture: ``spec`` started once, on RocketMQ ``major`` (4 or
     5), for the module's tests (which share it in file order), or the tests skipped when no
-    distribution is installed. In a test module: ``cluster = module_cluster(SPEC)``."""
+    distribution is installed. With a tuple of majors (``EVERY_MAJOR``) the fixture is
+    parametrised: the module's tests run on each release line in turn, one cluster each, the
+    test ids saying which (``[rocketmq4]``, ``[rocketmq5]``) and ``cluster.major`` too. In a
+    test module: ``cluster = module_cluster(SPEC)``."""
+    majors = (major,) if isinstance(major, int) else major
 
-    @pytest.fixture(scope="module")
-    def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RocketMQCluster]:
-        require_rocketmq(major)
-        with running_cluster(spec, tmp_path_factory.mktemp("rocketmq"), major) as running:
+    @pytest.fixture(scope="module", params=majors, ids=[f"rocketmq{m}" for m in majors])
+    def cluster(
+        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[RocketMQCluster]:
+        line: int = request.param
+        require_rocketmq(line)
+        with running_cluster(spec, tmp_path_factory.mktemp("rocketmq"), line) as running:
             yield running
 
     return cluster

@@ -30,7 +30,6 @@ import pytest
 
 from emitter.hook.build import build as build_hook
 from routewatch.java import compile_cached, javac
-from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import (
     JAVA17_OPTS,
     QUICK_JIT,
@@ -327,13 +326,10 @@ class RouteDriver:
         """Wait until the producer's periodic route refresh has run once. The client schedules
         it 10 ms after its start, then every ``pollNameServerInterval``; on a loaded machine the
         first run can come after a test's first send and swap a route the test meant to see.
-        Its sign: the route of the producer's ``createTopicKey`` (TBW102), which it fetches."""
-        key = str(self._started[producer]["createTopicKey"])
-        wait_for(
-            lambda: bool(self.client_route(producer, key)),
-            timeout,
-            f"producer {producer} refreshing its route of {key}",
-        )
+        The driver waits on the client's scheduler itself (its ``scheduled`` command): on 5.1.1
+        and later the refresh no longer fetches the ``createTopicKey``'s route, which was the
+        sign on 4.9."""
+        self.command({"scheduled": producer}, timeout=timeout)
 
     def send(
         self,

@@ -20,11 +20,14 @@
  *   {"wait": MILLISECONDS}
  *   {"route": {"producer", "topic"}}         the producer's cached route of the topic
  *   {"refresh": {"producer", "topic"}}       the producer refreshes that route from its NameServer
+ *   {"scheduled": PRODUCER}                  waits until the client's scheduler has run every task
+ *                                            that fell due before now (the first route refresh,
+ *                                            10 ms after the start, among them)
  *   {"shutdown": PRODUCER}
  *   {"hookStats": {"producer", "flushMs" (0)}}  the hook library's counters, after a flush
  * Output lines ("event"): "started" (a producer), "send" (one per message: status, broker,
  * queueId, msgId; nothing of these for a one-way send that returned; or exception, message,
- * responseCode and the causes), "route", "refresh",
+ * responseCode and the causes), "route", "refresh", "scheduled",
  * "shutdown", "hookStats", "error" (a command that could not run), "done" (interactive mode only).
  *
  * A producer with no NameServer address looks it up over HTTP at MixAll.getWSAddr():
@@ -46,6 +49,7 @@ import io.routewatch.hook.RoutewatchProducer;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -56,6 +60,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
@@ -157,6 +162,8 @@ public final class RouteDriver {
                 route(command.getJSONObject("route"));
             } else if (command.containsKey("refresh")) {
                 refresh(command.getJSONObject("refresh"));
+            } else if (command.containsKey("scheduled")) {
+                scheduled(command.getString("scheduled"));
             } else if (command.containsKey("hookStats")) {
                 hookStats(command.getJSONObject("hookStats"));
             } else if (command.containsKey("shutdown")) {
@@ -382,6 +389,26 @@ public final class RouteDriver {
         e.put("producer", name);
         e.put("topic", topic);
         e.put("changed", changed);
+        emit(e);
+    }
+
+    /**
+     * Queues a no-op on the client instance's scheduler (MQClientInstance's single-threaded
+     * "MQClientFactoryScheduledThread", a private field on 4.9 and 5.x alike) to run 20 ms from
+     * now, and waits for it: the scheduler runs its tasks one at a time in the order they fall
+     * due, so every task due earlier, the first periodic route refresh (due 10 ms after the
+     * start) included, has finished by then. On 5.1.1+ that refresh fetches nothing a test can
+     * see (the producer no longer adds its createTopicKey to the topics it refreshes), so this is
+     * the one sign it ran.
+     */
+    void scheduled(String name) throws Exception {
+        Object factory = producer(name).getDefaultMQProducerImpl().getmQClientFactory();
+        Field field = factory.getClass().getDeclaredField("scheduledExecutorService");
+        field.setAccessible(true);
+        ScheduledExecutorService scheduler = (ScheduledExecutorService) field.get(factory);
+        scheduler.schedule(() -> { }, 20, TimeUnit.MILLISECONDS).get(30, TimeUnit.SECONDS);
+        JSONObject e = event("scheduled");
+        e.put("producer", name);
         emit(e);
     }
 
