@@ -1,5 +1,6 @@
-"""Experiment 3 of issue 24 on a real RocketMQ 4.9.8: ``autoCreateTopicEnable=false`` on every
-broker (from their first start, so no TBW102 was ever created) and a topic nobody created.
+"""Experiment 3 of issue 24 on real RocketMQ 4.9 and 5.x clusters: ``autoCreateTopicEnable=false``
+on every broker (from their first start, so no TBW102 was ever created) and a topic nobody
+created. Both lines do the same, but for the last test (apache/rocketmq#8801's path).
 
 What the real system did: the NameServer answers the route request with ``TOPIC_NOT_EXIST``
 ("No topic route info in name server for the topic: T"), for the topic and for TBW102 alike; the
@@ -22,7 +23,7 @@ from routewatch import remoting
 from routewatch.remoting import QueueData, TopicConfig
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
 from tests.support.model_twin import model_routes, model_sends, model_world
-from tests.support.rocketmq import module_cluster
+from tests.support.rocketmq import EVERY_MAJOR, module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
 
 pytestmark = pytest.mark.rocketmq
@@ -36,7 +37,7 @@ SPEC = ClusterSpec(
 NOT_FOUND_TOPIC_EXCEPTION = 10005  # the client's ClientErrorCode
 
 
-cluster = module_cluster(SPEC)
+cluster = module_cluster(SPEC, EVERY_MAJOR)
 driver = module_driver(lambda c: ProducerSpec("p", c.namesrv_addr()))
 
 
@@ -54,7 +55,7 @@ def test_the_brokers_have_no_template_topic(cluster: RocketMQCluster) -> None:
     assert cluster_topic is not None
     assert cluster_topic.queues == tuple(QueueData(b, 16, 16, 7) for b in BROKERS)
 
-    world = model_world(SPEC)
+    world = model_world(SPEC, release=cluster.release)
     world.run(1)
     assert model_routes(world, "TBW102") == {"ns1": None}
     assert model_routes(world, CLUSTER) == {"ns1": tuple(QueueData(b, 16, 16, 7) for b in BROKERS)}
@@ -97,7 +98,7 @@ def test_a_send_to_a_topic_nobody_created_has_no_route(
     assert {o.broker for o in outcomes} == set(BROKERS)
 
     # The model, with the same actions: two refused sends, the topic made, eight sends.
-    world = model_world(SPEC)
+    world = model_world(SPEC, release=cluster.release)
     p = world.add_producer("p")
     world.every(1, lambda: p.send("Absent"), 5, 6)
     world.at(7, lambda: world.create_topic("Absent", 4, cluster=CLUSTER))
@@ -107,3 +108,36 @@ def test_a_send_to_a_topic_nobody_created_has_no_route(
     assert [(e.status, e.broker) for e in sends[:2]] == [("NO_ROUTE_INFO", None)] * 2
     assert {e.status for e in sends[2:]} == {"SEND_OK"}
     assert {e.broker for e in sends[2:]} == set(BROKERS)
+
+
+def test_a_cluster_named_create_topic_key_with_no_tbw102_anywhere(
+    cluster: RocketMQCluster, driver: RouteDriver
+) -> None:
+    """apache/rocketmq#8801 on a cluster that never had TBW102: a 4.9 client asks for the
+    key's own route as its template and auto-creates from the cluster topic; a 5.x client
+    (5.1.1+) asks for TBW102's (``MQClientAPIImpl.getDefaultTopicRouteInfoFromNameServer``),
+    finds none, and fails with "No route info" before reaching a broker."""
+    driver.producer(ProducerSpec("by-cluster", cluster.namesrv_addr(), create_topic_key=CLUSTER))
+    driver.wait_for_first_refresh("by-cluster")
+    topic = f"ByCluster_{uuid.uuid4().hex[:8]}"
+    (outcome,) = driver.send("by-cluster", topic)
+    if cluster.major == 4:
+        assert outcome.ok and outcome.broker in BROKERS, outcome
+        route = cluster.route(topic)
+        assert route is not None and route.queues == (QueueData(str(outcome.broker), 4, 4, 6),)
+    else:
+        assert str(outcome.message).startswith(f"No route info of this topic: {topic}\n")
+        assert outcome.response_code == NOT_FOUND_TOPIC_EXCEPTION
+        assert cluster.route(topic) is None
+
+    world = model_world(SPEC, release=cluster.release)
+    p = world.add_producer("by-cluster", create_topic_key=CLUSTER)
+    world.at(5, lambda: p.send("ByCluster"))
+    world.run(10)
+    (sent,) = model_sends(world, "ByCluster")
+    if cluster.major == 4:
+        assert sent.status == "SEND_OK" and sent.auto_created
+        assert model_routes(world, "ByCluster") == {"ns1": (QueueData(str(sent.broker), 4, 4, 6),)}
+    else:
+        assert (sent.status, sent.broker) == ("NO_ROUTE_INFO", None)
+        assert model_routes(world, "ByCluster") == {"ns1": None}

@@ -1,4 +1,5 @@
-"""What RocketMQ 4.9.8 does with a new topic, on a real cluster (issue 24, section 2).
+"""What RocketMQ does with a new topic, on real 4.9 and 5.x clusters (issue 24, section 2; each
+test runs on both lines, ``[rocketmq4]`` and ``[rocketmq5]``, and 5.x did the same here).
 
 Two NameServers, two brokers registered with both, ``autoCreateTopicEnable=true`` and
 ``defaultTopicQueueNums=8`` (so TBW102 has 8 queues and perm 7 on each), the real Java client with
@@ -30,7 +31,7 @@ from routewatch.remoting import QueueData, TopicConfig, TopicRoute
 from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
 from tests.support.model_twin import model_routes, model_sends, model_world
-from tests.support.rocketmq import module_cluster
+from tests.support.rocketmq import EVERY_MAJOR, module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, SendOutcome, module_driver
 
 pytestmark = pytest.mark.rocketmq
@@ -46,7 +47,7 @@ HOURLY = 3_600_000  # a refresh interval that keeps a producer on its first rout
 REGISTRATION_PERIOD_S = 30
 
 
-cluster = module_cluster(SPEC)
+cluster = module_cluster(SPEC, EVERY_MAJOR)
 driver = module_driver()
 
 
@@ -132,7 +133,7 @@ def test_one_send_leaves_a_new_topic_on_one_broker_for_good(
     assert topic not in cluster.broker(other).topics()
 
     # The model, with the same actions: one send at 5 s, its refresh at 30 s, 12 more at 40 s.
-    world = model_world(SPEC)
+    world = model_world(SPEC, release=cluster.release)
     p = world.add_producer("once")
     world.at(5, lambda: p.send("Once"))
     world.every(0.001, lambda: p.send("Once"), 40, 40.011)
@@ -209,7 +210,7 @@ def test_quick_sends_reach_every_broker_from_the_boundary_on(
     # real client can give.
     template = [(b, q) for b in BROKERS for q in range(producer_queues)]
     for seed in range(20):
-        world = model_world(SPEC, seed)
+        world = model_world(SPEC, seed, cluster.release)
         p = world.add_producer(default_topic_queue_nums=producer_queues)
         for count in (1, *range(2, boundary), boundary, 9):
             topic = f"Quick{count}"
@@ -270,7 +271,7 @@ def test_update_topic_on_the_cluster_then_a_skew_on_one_broker(
     ]
 
     # The model, with the same actions.
-    world = model_world(SPEC)
+    world = model_world(SPEC, release=cluster.release)
     world.at(1, lambda: world.create_topic("Made", 8, cluster=CLUSTER))
     world.at(2, lambda: world.broker("broker-b").upsert_topic("Made", 4, 4))
     p = world.add_producer("skewed")

@@ -9,6 +9,7 @@ reads the real ones — so a test states one expectation and holds both to it.
 
 from __future__ import annotations
 
+from emitter.versions import ROCKETMQ_4, line_of
 from emitter.world import World
 from routewatch.events import Send
 from routewatch.remoting import QueueData
@@ -17,9 +18,10 @@ from routewatch.testing.rocketmq import ClusterSpec
 __all__ = ["model_routes", "model_sends", "model_world"]
 
 
-def model_world(spec: ClusterSpec, seed: int = 0) -> World:
-    """The model of ``spec``: its NameServers (addressed by their names) and brokers, started."""
-    world = World(seed)
+def model_world(spec: ClusterSpec, seed: int = 0, release: tuple[int, ...] = ROCKETMQ_4) -> World:
+    """The model of ``spec`` under the behaviour of ``release``'s line (a real cluster's
+    ``cluster.release``): its NameServers (addressed by their names) and brokers, started."""
+    world = World(seed, version=line_of(release))
     for name in spec.namesrvs:
         world.add_namesrv(name)
     for b in spec.brokers:
