@@ -1,6 +1,8 @@
-"""The loopback-bind library (``native/loopback_bind.c``): preloaded into the RocketMQ 5.x
-processes the harness starts, it turns their binds to the wildcard address into binds to
-127.0.0.1 (5.x has no setting for its broker's HA port nor for the proxy's ports).
+"""The loopback-bind library (``native/loopback_bind.c``): preloaded into the RocketMQ
+NameServers and brokers the harness starts, it turns their binds to the wildcard address into
+binds to 127.0.0.1 (4.9.x binds every listener so; 5.x has no setting for its broker's HA port
+nor for the proxy's ports), and refuses their connections to any address but loopback (a 5.x
+NameServer connects to its host's own address).
 
 Compiled on first use with the system's C compiler into
 ``.cache/loopback-bind/<digest of the source>/`` (ignored by git).

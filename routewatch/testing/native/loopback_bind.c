@@ -7,10 +7,17 @@
  * tests must listen on 127.0.0.1 only, so those processes start with this library preloaded:
  * 0.0.0.0 becomes 127.0.0.1, and :: (or ::ffff:0.0.0.0) becomes ::ffff:127.0.0.1, which an
  * IPv4 client reaches at 127.0.0.1 on a dual-stack socket. Any other address is left alone.
+ *
+ * It also refuses every TCP or UDP connect() to an address that is not loopback, at once, with
+ * ECONNREFUSED, as the kernel would answer for a port nobody listens on: a 5.x NameServer gives
+ * its own remoting client "this host's address:its port" (NamesrvController.start, from
+ * NetworkUtil.getLocalAddress(), which skips loopback) and connects there every 3 s. The tests
+ * talk to 127.0.0.1 only; so do the processes they start.
  * Built by routewatch/testing/loopback.py with the system's C compiler; never committed built.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -48,4 +55,33 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
         }
     }
     return real_bind(fd, addr, len);
+}
+
+typedef int (*connect_function)(int, const struct sockaddr *, socklen_t);
+
+static int is_loopback(const struct sockaddr *addr, socklen_t len) {
+    if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+        struct sockaddr_in v4;
+        memcpy(&v4, addr, sizeof v4);
+        return (ntohl(v4.sin_addr.s_addr) >> 24) == 127;
+    }
+    if (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+        struct sockaddr_in6 v6;
+        memcpy(&v6, addr, sizeof v6);
+        return IN6_IS_ADDR_LOOPBACK(&v6.sin6_addr) ||
+               (IN6_IS_ADDR_V4MAPPED(&v6.sin6_addr) && v6.sin6_addr.s6_addr[12] == 127);
+    }
+    return 1; /* not an IP socket (a Unix one, AF_UNSPEC to dissolve an association) */
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+    static connect_function real_connect;
+    if (real_connect == NULL) {
+        real_connect = (connect_function)dlsym(RTLD_NEXT, "connect");
+    }
+    if (addr != NULL && !is_loopback(addr, len)) {
+        errno = ECONNREFUSED;
+        return -1;
+    }
+    return real_connect(fd, addr, len);
 }
