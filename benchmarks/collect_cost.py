@@ -38,7 +38,7 @@ from typing import Any
 
 from benchmarks.results import median, print_table, record
 from emitter.collect.derive import Deriver
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
 from emitter.collect.routes import FULL_CHECK_AFTER_MS
 from routewatch import remoting
@@ -78,23 +78,23 @@ class Rounds:
     """One collector, its rounds measured."""
 
     def __init__(self, namesrvs: list[str], full_check_after_ms: int = FULL_CHECK_AFTER_MS) -> None:
-        self.counters = Counters()
-        self.poller = Poller(namesrvs, self.counters, timeout=10)
+        self.metrics = CollectorMetrics()
+        self.poller = Poller(namesrvs, self.metrics, timeout=10)
         self.deriver = Deriver(10, full_check_after_ms=full_check_after_ms)
 
     def round(self) -> dict[str, Any]:
         before = {
-            t: self.counters.get("routewatch_collect_requests_total", target=t)
+            t: self.metrics.value("routewatch_collect_requests_total", target=t)
             for t in ("namesrv", "broker")
         }
         wall, cpu = time.perf_counter(), time.process_time()
         events = self.deriver.derive(self.poller.poll(self.deriver.known, self.deriver))
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         requests = {
-            t: self.counters.get("routewatch_collect_requests_total", target=t) - n
+            t: self.metrics.value("routewatch_collect_requests_total", target=t) - n
             for t, n in before.items()
         }
-        errors = self.counters.get("routewatch_collect_errors_total")
+        errors = self.metrics.value("routewatch_collect_errors_total")
         if errors:
             raise RuntimeError(f"the round counted {errors} failed requests")
         return {

@@ -12,10 +12,10 @@ from types import FrameType
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
 from emitter.collect.forward import Forwarder
-from emitter.collect.metrics import Counters, MetricsServer
+from emitter.collect.metrics import CollectorMetrics, MetricsServer
 from emitter.collect.poller import Poller
 from emitter.collect.settings import CollectSettings
-from emitter.replay.sinks import sink_for
+from emitter.sinks import sink_for
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 
@@ -119,13 +119,13 @@ def _run(args: argparse.Namespace) -> int:
         args.forward or list(settings.collect_forward_dirs), args.to, settings.spool_dir
     )
     namesrvs = what_to_do(args.namesrv or settings.collect_namesrv, forward)
-    counters = Counters()
+    collector_metrics = CollectorMetrics()
     sink = sink_for(args.to, settings, origin="live")
-    metrics = None
+    metrics_server = None
     host = settings.collect_metrics_host
     if settings.collect_metrics_port:
         try:
-            metrics = MetricsServer(counters, settings.collect_metrics_port, host)
+            metrics_server = MetricsServer(collector_metrics, settings.collect_metrics_port, host)
         except OSError as exc:
             raise RoutewatchError(
                 f"cannot serve /metrics on {host}:{settings.collect_metrics_port} "
@@ -133,16 +133,16 @@ def _run(args: argparse.Namespace) -> int:
             ) from None
     credentials = settings.credentials()
     poller = (
-        Poller(namesrvs, counters, settings.collect_timeout_s, credentials=credentials)
+        Poller(namesrvs, collector_metrics, settings.collect_timeout_s, credentials=credentials)
         if namesrvs
         else None
     )
-    forwarder = Forwarder(forward, sink, counters) if forward else None
+    forwarder = Forwarder(forward, sink, collector_metrics) if forward else None
     collector = Collector(
         poller,
         Deriver(settings.collect_heartbeat_interval_s),
         sink,
-        counters,
+        collector_metrics,
         settings.collect_poll_interval_s,
         settings.collect_log_interval_s,
         forwarder,
@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace) -> int:
         "%s, writing to %s%s.",
         " and ".join(doing),
         where,
-        f", /metrics on {host}:{metrics.port}" if metrics else "",
+        f", /metrics on {host}:{metrics_server.port}" if metrics_server else "",
     )
     try:
         if args.once:
@@ -190,8 +190,11 @@ def _run(args: argparse.Namespace) -> int:
         try:
             delivered = sink.close()  # raises, saying what it gave up on, after a failure
         finally:
-            if metrics is not None:
-                metrics.close()
+            if metrics_server is not None:
+                metrics_server.close()
             tail = "" if delivered is None else f" ({delivered:g} delivered)"
-            print(f"routewatch collect: stopped; {counters.summary()}{tail}.", file=sys.stderr)
+            print(
+                f"routewatch collect: stopped; {collector_metrics.summary()}{tail}.",
+                file=sys.stderr,
+            )
     return 0

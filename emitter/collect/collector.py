@@ -9,9 +9,9 @@ import time
 
 from emitter.collect.derive import Deriver
 from emitter.collect.forward import Forwarder
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
-from emitter.replay.sinks import Sink
+from emitter.sinks import Sink
 from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
 from routewatch.events import CollectorRound, Heartbeat
@@ -32,7 +32,7 @@ class Collector:
         poller: Poller | None,
         deriver: Deriver,
         sink: Sink,
-        counters: Counters,
+        metrics: CollectorMetrics,
         poll_interval_s: float,
         log_interval_s: float = 60.0,
         forwarder: Forwarder | None = None,
@@ -42,7 +42,7 @@ class Collector:
         self.poller = poller
         self.deriver = deriver
         self.sink = sink
-        self.counters = counters
+        self.metrics = metrics
         self.poll_interval_s = poll_interval_s
         self.log_interval_s = log_interval_s
         if forwarder is not None and forwarder.sink is not sink:
@@ -84,8 +84,8 @@ class Collector:
             what = event.broker if isinstance(event, Heartbeat) else "collector"
             self.sink.write(encode(event), f"{event.cluster}/{what}".encode())
         self.sink.poll()
-        self.counters.inc("routewatch_collect_events_written_total", len(events))
-        self.counters.set("routewatch_collect_last_round_timestamp_seconds", ts / 1000)
+        self.metrics.events_written.inc(len(events))
+        self.metrics.last_round.set(ts / 1000)
         return len(events)
 
     def run(self) -> None:
@@ -108,7 +108,7 @@ class Collector:
                     raise self._unreached(f"in {waited:.0f} s")
             now = time.monotonic()
             if now >= next_log:
-                log.info("%s.", self.counters.summary())
+                log.info("%s.", self.metrics.summary())
                 next_log = now + self.log_interval_s
             due = min(next_poll, next_forward)
             # the spool publishes a file whose roll interval passed while we wait

@@ -1,7 +1,7 @@
 """Forwarding the client library's spool files into the collector's sink (docs/collect.md).
 
 The client library (docs/hook.md) publishes JSON-lines files into a spool directory exactly as
-:class:`~emitter.replay.sinks.SpoolSink` does: written under a hidden name, then renamed to
+:class:`~emitter.sinks.SpoolSink` does: written under a hidden name, then renamed to
 ``<mtime ns>-<pid>-<run>-<n>.jsonl``. Each look, the :class:`Forwarder` takes the published
 files of each directory in name order (publishing order), checks every line with the one
 parser (:func:`routewatch.codec.parse`), writes the valid lines unchanged to the sink, keyed as
@@ -18,9 +18,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from emitter.collect.metrics import Counters
-from emitter.replay.reader import kafka_key
-from emitter.replay.sinks import Sink
+from emitter.collect.metrics import CollectorMetrics
+from emitter.sinks import Sink, kafka_key
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 
@@ -48,15 +47,14 @@ def _read(path: Path) -> bytes:
 class Forwarder:
     """Forwards the published files of ``dirs`` to ``sink`` at each :meth:`forward_once`."""
 
-    def __init__(self, dirs: list[Path], sink: Sink, counters: Counters) -> None:
+    def __init__(self, dirs: list[Path], sink: Sink, metrics: CollectorMetrics) -> None:
         self.dirs = dirs
         self.sink = sink
-        self.counters = counters
+        self.metrics = metrics
         self._stop = threading.Event()
         self._troubles: dict[str, str] = {}  # what fails -> the line logged for it
         self._delivered: set[Path] = set()  # delivered, but not removed yet
-        for name in ("files", "events", "lines_skipped"):  # the log line shows them from now
-            counters.inc(f"routewatch_collect_forward_{name}_total", 0)
+        metrics.forwarding = True  # the log line shows the forwarding counts from now
 
     def stop(self) -> None:
         self._stop.set()
@@ -106,7 +104,7 @@ class Forwarder:
             )
             return []
         except OSError as exc:
-            self.counters.inc("routewatch_collect_forward_errors_total", reason="list")
+            self.metrics.forward_errors.labels(reason="list").inc()
             self._trouble(
                 str(directory),
                 f"cannot list {directory} ({exc.strerror}); trying again at the next look: "
@@ -123,7 +121,7 @@ class Forwarder:
         except FileNotFoundError:  # removed since the listing
             return None
         except OSError as exc:
-            self.counters.inc("routewatch_collect_forward_errors_total", reason="read")
+            self.metrics.forward_errors.labels(reason="read").inc()
             self._trouble(
                 str(path),
                 f"cannot read {path} ({exc.strerror}); it stays, and is tried again at the "
@@ -151,7 +149,7 @@ class Forwarder:
         """Wait for the sink to deliver the batch's events (also after a stop: they are written
         already), then remove its files."""
         if not self.sink.flush():
-            self.counters.inc("routewatch_collect_forward_errors_total", reason="delivery")
+            self.metrics.forward_errors.labels(reason="delivery").inc()
             log.warning(
                 "the sink did not deliver every event of %d forwarded file(s) from %s on "
                 "(see the sink's own line); they stay, and are sent again at the next look.",
@@ -160,9 +158,9 @@ class Forwarder:
             )
             return False
         for file in batch:
-            self.counters.inc("routewatch_collect_forward_events_total", file.events)
+            self.metrics.forward_events.inc(file.events)
             if file.skipped:
-                self.counters.inc("routewatch_collect_forward_lines_skipped_total", file.skipped)
+                self.metrics.forward_lines_skipped.inc(file.skipped)
                 log.warning(
                     "%s: skipped %d line(s) that are not contract events (the first, %s); "
                     "forwarded its %d other event(s).",
@@ -181,7 +179,7 @@ class Forwarder:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            self.counters.inc("routewatch_collect_forward_errors_total", reason="remove")
+            self.metrics.forward_errors.labels(reason="remove").inc()
             self._trouble(
                 f"remove {path}",
                 f"cannot remove {path} after forwarding it ({exc.strerror}); this process does "
@@ -191,7 +189,7 @@ class Forwarder:
             return
         self._fine(f"remove {path}", f"{path} removed after all.")
         self._delivered.discard(path)
-        self.counters.inc("routewatch_collect_forward_files_total")
+        self.metrics.forward_files.inc()
 
     # logging: one line when something starts failing (or fails otherwise), one when it stops
 

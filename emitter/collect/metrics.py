@@ -1,135 +1,126 @@
-"""The collector's counters, served as Prometheus text on its own ``/metrics`` and logged."""
+"""The collector's metrics: each defined once here, on a registry of the collector's own
+(``prometheus_client``), served by the library on the collector's ``/metrics`` and summed into
+its log line. Call sites use the attributes (``metrics.requests.labels(target="broker").inc()``);
+tests read values with :meth:`CollectorMetrics.value` (``registry.get_sample_value``)."""
 
 from __future__ import annotations
 
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from wsgiref.simple_server import WSGIServer
 
-__all__ = ["Counters", "MetricsServer"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-_HELP = {
-    "routewatch_collect_polls_total": ("counter", "Polls of every NameServer and broker."),
-    "routewatch_collect_requests_total": ("counter", "Requests sent, by target kind."),
-    "routewatch_collect_errors_total": (
-        "counter",
-        "Requests that failed, by target kind and reason (unreachable, timeout, garbage, refused).",
-    ),
-    "routewatch_collect_events_written_total": (
-        "counter",
-        "Events written: heartbeats and the rounds' reports (collector_round).",
-    ),
-    "routewatch_collect_last_round_timestamp_seconds": (
-        "gauge",
-        "When the last poll round ended, Unix seconds (a collector that stops polling is seen).",
-    ),
-    "routewatch_collect_targets_down": (
-        "gauge",
-        "NameServers and brokers that did not answer the last poll, by target kind.",
-    ),
-    "routewatch_collect_forward_files_total": (
-        "counter",
-        "Client-library spool files forwarded to the sink and removed.",
-    ),
-    "routewatch_collect_forward_events_total": (
-        "counter",
-        "Client-library events forwarded to the sink (counted once delivered).",
-    ),
-    "routewatch_collect_forward_lines_skipped_total": (
-        "counter",
-        "Lines of forwarded files that are not contract events, skipped.",
-    ),
-    "routewatch_collect_forward_errors_total": (
-        "counter",
-        "Forwarding failures, by reason (list, read, delivery, remove); each is retried.",
-    ),
-}
+__all__ = ["CollectorMetrics", "MetricsServer"]
 
 
-class Counters:
-    """Thread-safe counters and gauges with labels; rendered in Prometheus' text format."""
+class CollectorMetrics:
+    """The collector's counters and gauges (docs/metrics.md lists them), thread-safe."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.polls = Counter(
+            "routewatch_collect_polls", "Polls of every NameServer and broker.", registry=r
+        )
+        self.requests = Counter(
+            "routewatch_collect_requests", "Requests sent, by target kind.", ["target"], registry=r
+        )
+        self.errors = Counter(
+            "routewatch_collect_errors",
+            "Requests that failed, by target kind and reason (unreachable, timeout, garbage, "
+            "refused).",
+            ["target", "reason"],
+            registry=r,
+        )
+        self.events_written = Counter(
+            "routewatch_collect_events_written",
+            "Events written: heartbeats and the rounds' reports (collector_round).",
+            registry=r,
+        )
+        self.last_round = Gauge(
+            "routewatch_collect_last_round_timestamp_seconds",
+            "When the last poll round ended, Unix seconds (a collector that stops polling is "
+            "seen).",
+            registry=r,
+        )
+        self.targets_down = Gauge(
+            "routewatch_collect_targets_down",
+            "NameServers and brokers that did not answer the last poll, by target kind.",
+            ["target"],
+            registry=r,
+        )
+        self.forward_files = Counter(
+            "routewatch_collect_forward_files",
+            "Client-library spool files forwarded to the sink and removed.",
+            registry=r,
+        )
+        self.forward_events = Counter(
+            "routewatch_collect_forward_events",
+            "Client-library events forwarded to the sink (counted once delivered).",
+            registry=r,
+        )
+        self.forward_lines_skipped = Counter(
+            "routewatch_collect_forward_lines_skipped",
+            "Lines of forwarded files that are not contract events, skipped.",
+            registry=r,
+        )
+        self.forward_errors = Counter(
+            "routewatch_collect_forward_errors",
+            "Forwarding failures, by reason (list, read, delivery, remove); each is retried.",
+            ["reason"],
+            registry=r,
+        )
+        # whether the collector forwards the client library's spools (its log line says so)
+        self.forwarding = False
 
-    def inc(self, name: str, amount: float = 1, **labels: str) -> None:
-        key = (name, tuple(sorted(labels.items())))
-        with self._lock:
-            self._values[key] = self._values.get(key, 0) + amount
+    def names(self) -> set[str]:
+        """Every metric's name as exposed (a counter's with ``_total``)."""
+        out = set()
+        for family in self.registry.collect():
+            out.add(f"{family.name}_total" if family.type == "counter" else family.name)
+        return out
 
-    def set(self, name: str, value: float, **labels: str) -> None:
-        with self._lock:
-            self._values[(name, tuple(sorted(labels.items())))] = value
-
-    def get(self, name: str, **labels: str) -> float:
-        """One series' value; without labels, the sum over all of the name's series."""
-        with self._lock:
-            if labels:
-                return self._values.get((name, tuple(sorted(labels.items()))), 0)
-            return sum(v for (n, _), v in self._values.items() if n == name)
-
-    def render(self) -> str:
-        with self._lock:
-            values = dict(self._values)
-        lines = []
-        for name, (kind, text) in _HELP.items():
-            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
-            series = sorted((k, v) for k, v in values.items() if k[0] == name)
-            if not series and not name.endswith("_down"):
-                series = [((name, ()), 0.0)]
-            for (_, labels), value in series:
-                label = ",".join(f'{k}="{v}"' for k, v in labels)
-                lines.append(f"{name}{{{label}}} {value:g}" if label else f"{name} {value:g}")
-        return "\n".join(lines) + "\n"
-
-    def has(self, name: str) -> bool:
-        """Whether any series of ``name`` was counted (even by 0)."""
-        with self._lock:
-            return any(n == name for n, _ in self._values)
+    def value(self, name: str, **labels: str) -> float:
+        """One exposed series' value (``routewatch_collect_requests_total``, labels); without
+        labels, the sum over the name's series (0 when it has none)."""
+        if labels:
+            return self.registry.get_sample_value(name, labels) or 0.0
+        return sum(
+            sample.value
+            for family in self.registry.collect()
+            for sample in family.samples
+            if sample.name == name
+        )
 
     def summary(self) -> str:
-        """One line for the log; the forwarding part once something forwards."""
+        """One line for the log; the forwarding part when the collector forwards."""
+        v = self.value
         text = (
-            f"{self.get('routewatch_collect_polls_total'):g} polls, "
-            f"{self.get('routewatch_collect_requests_total'):g} requests, "
-            f"{self.get('routewatch_collect_errors_total'):g} errors, "
-            f"{self.get('routewatch_collect_events_written_total'):g} events written"
+            f"{v('routewatch_collect_polls_total'):g} polls, "
+            f"{v('routewatch_collect_requests_total'):g} requests, "
+            f"{v('routewatch_collect_errors_total'):g} errors, "
+            f"{v('routewatch_collect_events_written_total'):g} events written"
         )
-        if self.has("routewatch_collect_forward_files_total"):
+        if self.forwarding:
             text += (
-                f"; {self.get('routewatch_collect_forward_events_total'):g} client events "
-                f"forwarded from {self.get('routewatch_collect_forward_files_total'):g} files, "
-                f"{self.get('routewatch_collect_forward_lines_skipped_total'):g} bad lines "
-                f"skipped, {self.get('routewatch_collect_forward_errors_total'):g} forwarding "
+                f"; {v('routewatch_collect_forward_events_total'):g} client events "
+                f"forwarded from {v('routewatch_collect_forward_files_total'):g} files, "
+                f"{v('routewatch_collect_forward_lines_skipped_total'):g} bad lines "
+                f"skipped, {v('routewatch_collect_forward_errors_total'):g} forwarding "
                 "errors"
             )
         return text
 
 
 class MetricsServer:
-    """``GET /metrics`` on ``host``:``port`` (loopback unless told otherwise) in a daemon
-    thread."""
+    """The metrics' exposition on ``host``:``port`` (loopback unless told otherwise), served by
+    ``prometheus_client`` in a daemon thread."""
 
-    def __init__(self, counters: Counters, port: int, host: str = "127.0.0.1") -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path.split("?")[0] != "/metrics":
-                    self.send_error(404, "only /metrics is served here")
-                    return
-                body = counters.render().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer((host, port), Handler)
+    def __init__(self, metrics: CollectorMetrics, port: int, host: str = "127.0.0.1") -> None:
+        self.server: WSGIServer
+        self._thread: threading.Thread
+        self.server, self._thread = start_http_server(port, host, registry=metrics.registry)
         self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
 
     def close(self) -> None:
         self.server.shutdown()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from routewatch import remoting
 from routewatch.remoting import Connection, DataVersion, TopicRoute, TopicTable
 
@@ -102,7 +102,7 @@ class Poller:
     def __init__(
         self,
         namesrvs: list[str],
-        counters: Counters,
+        metrics: CollectorMetrics,
         timeout: float = 3.0,
         clock: Callable[[], float] = time.time,
         *,
@@ -110,7 +110,7 @@ class Poller:
     ) -> None:
         self.namesrvs = namesrvs
         self.credentials = credentials
-        self.counters = counters
+        self.metrics = metrics
         self.timeout = timeout
         self.clock = clock
         self._conns: dict[str, Connection] = {}
@@ -132,7 +132,7 @@ class Poller:
         self, kind: str, addr: str, exc: BaseException, consequence: str, name: str = ""
     ) -> None:
         label, words = _reason(exc)
-        self.counters.inc("routewatch_collect_errors_total", target=kind, reason=label)
+        self.metrics.errors.labels(target=kind, reason=label).inc()
         if self._failing.get(addr) != label:
             words = words.removeprefix(f"{addr} ")
             log.warning("%s %s; %s.", _title(kind, addr, name), words, consequence)
@@ -155,7 +155,7 @@ class Poller:
         topic table is not asked for); ``routes``: which routes to ask each NameServer, once the
         tables are in."""
         snap = Snapshot()
-        self.counters.inc("routewatch_collect_polls_total")
+        self.metrics.polls.inc()
         for ns in self.namesrvs:
             view = self._namesrv(ns)
             if view is not None:
@@ -185,7 +185,7 @@ class Poller:
         if routes is not None:
             self._routes(snap, routes)
         for kind in ("namesrv", "broker"):
-            self.counters.set("routewatch_collect_targets_down", self.failing(kind), target=kind)
+            self.metrics.targets_down.labels(target=kind).set(self.failing(kind))
         return snap
 
     def _namesrv(self, ns: str) -> NamesrvView | None:
@@ -195,7 +195,7 @@ class Poller:
             "and raises NAMESRV_UNREACHABLE after 30 s)"
         )
         try:
-            self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+            self.metrics.requests.labels(target="namesrv").inc()
             answer = conn.call(remoting.GET_BROKER_CLUSTER_INFO)
             if answer.code != remoting.SUCCESS:
                 raise remoting.RemotingError(
@@ -211,7 +211,7 @@ class Poller:
                         continue
                     for broker_id, addr in data.addrs.items():
                         brokers[(data.cluster or clusters_name, name, broker_id)] = addr
-            self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+            self.metrics.requests.labels(target="namesrv").inc()
             view = NamesrvView(ns, ts, brokers, topics=remoting.topic_list_on(conn))
             # a 5.x NameServer is never asked a data version: the question would keep a broker
             # that stopped registering alive there (remoting.namesrv_data_version)
@@ -219,7 +219,7 @@ class Poller:
             for (cluster, name, broker_id), addr in sorted(brokers.items()):
                 if not view.asked_versions:
                     break
-                self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+                self.metrics.requests.labels(target="namesrv").inc()
                 view.versions[addr] = remoting.namesrv_data_version(
                     conn, cluster, name, broker_id, addr
                 )
@@ -241,7 +241,7 @@ class Poller:
                 answers: dict[str, TopicRoute | None] = {}
                 try:
                     for topic in sorted(topics):
-                        self.counters.inc("routewatch_collect_requests_total", target="namesrv")
+                        self.metrics.requests.labels(target="namesrv").inc()
                         answers[topic] = remoting.route_on(conn, topic)
                 except (OSError, remoting.RemotingError) as exc:
                     self._failed("namesrv", ns, exc, "writing nothing for it this round")
@@ -255,7 +255,7 @@ class Poller:
             "while a NameServer lists it, its heartbeats go on with what was last known of it"
         )
         try:
-            self.counters.inc("routewatch_collect_requests_total", target="broker")
+            self.metrics.requests.labels(target="broker").inc()
             config = remoting.parse_properties(
                 self._conn(addr).ask(remoting.GET_BROKER_CONFIG, "the broker configuration")
             )
@@ -280,7 +280,7 @@ class Poller:
 
     def _table(self, addr: str, key: BrokerKey) -> TopicTable | None:
         try:
-            self.counters.inc("routewatch_collect_requests_total", target="broker")
+            self.metrics.requests.labels(target="broker").inc()
             body = self._conn(addr).ask(remoting.GET_ALL_TOPIC_CONFIG, "the topic table")
             return remoting.parse_topic_table(body)
         except (OSError, remoting.RemotingError) as exc:

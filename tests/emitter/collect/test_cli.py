@@ -13,11 +13,11 @@ import pytest
 from emitter.collect.cli import forward_dirs, namesrv_list, what_to_do
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
 from emitter.collect.settings import CollectSettings
-from emitter.replay.sinks import sink_for
 from emitter.settings import EmitterSettings
+from emitter.sinks import sink_for
 from routewatch.cli import build_parser, main
 from routewatch.errors import RoutewatchError
 from routewatch.settings import SettingsError, load
@@ -154,7 +154,7 @@ def test_once_with_no_namesrv_answering_is_an_error(tmp_path: Path) -> None:
 
 def _collector(tmp_path: Path, start_timeout_s: float) -> Collector:
     closed = f"127.0.0.1:{free_port()}"
-    counters = Counters()
+    counters = CollectorMetrics()
     sink = sink_for("spool", load(EmitterSettings, data_dir=tmp_path))
     poller = Poller([closed], counters, timeout=1)
     return Collector(poller, Deriver(10), sink, counters, 0.01, start_timeout_s=start_timeout_s)
@@ -178,10 +178,10 @@ def test_a_start_timeout_of_zero_waits_for_the_namesrvs_as_long_as_it_takes(
     thread.start()
     try:
         # ten times the polls of the collector that gave up, and it polls on
-        polls = gives_up.counters.get("routewatch_collect_polls_total")
+        polls = gives_up.metrics.value("routewatch_collect_polls_total")
         wait_for(
             lambda: (
-                waits.counters.get("routewatch_collect_polls_total") >= 10 * polls or bool(failed)
+                waits.metrics.value("routewatch_collect_polls_total") >= 10 * polls or bool(failed)
             ),
             60,
             "ten times as many polls",

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from emitter.collect.derive import Deriver
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
 from routewatch.remoting import Credentials
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
@@ -45,20 +45,20 @@ def _said(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_unsigned_requests_are_refused_in_one_sentence(
     cluster: RocketMQCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    counters = Counters()
+    counters = CollectorMetrics()
     assert _round(Poller([cluster.namesrv_addr()], counters)) == []
     said, waiting = _said(caplog)  # the refusal, then that its heartbeats wait for it
     assert "whose configuration is not known yet" in waiting
     assert said.startswith(f"broker broker-a at {cluster.broker('broker-a').addr} refuses")
     assert "ACL is enabled there; set ROUTEWATCH_COLLECT_ACCESS_KEY" in said
-    assert counters.get("routewatch_collect_errors_total", target="broker", reason="refused") == 1
+    assert counters.value("routewatch_collect_errors_total", target="broker", reason="refused") == 1
 
 
 def test_a_wrong_secret_is_refused_in_one_sentence(
     cluster: RocketMQCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     wrong = Credentials("routewatch", "not-the-secret")
-    assert _round(Poller([cluster.namesrv_addr()], Counters(), credentials=wrong)) == []
+    assert _round(Poller([cluster.namesrv_addr()], CollectorMetrics(), credentials=wrong)) == []
     said = _said(caplog)[0]
     assert "refuses the collector's ACL credentials" in said and "Check signature failed" in said
 
@@ -67,7 +67,7 @@ def test_signed_requests_watch_the_broker(
     cluster: RocketMQCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    counters = Counters()
+    counters = CollectorMetrics()
     (event,) = _round(Poller([cluster.namesrv_addr()], counters, credentials=ACCOUNT))
     assert event.broker == "broker-a"  # type: ignore[attr-defined]
     topics = event.topics  # type: ignore[attr-defined]
@@ -75,7 +75,7 @@ def test_signed_requests_watch_the_broker(
     assert {t: (c.read_queue_nums, c.write_queue_nums, c.perm) for t, c in topics.items()} == {
         t: (c.read_queue_nums, c.write_queue_nums, c.perm) for t, c in own.items()
     }
-    assert counters.get("routewatch_collect_errors_total") == 0
+    assert counters.value("routewatch_collect_errors_total") == 0
     assert SECRET not in caplog.text and SECRET not in repr(ACCOUNT)
 
 

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from emitter.collect.derive import Deriver
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
 from routewatch.codec import encode
 from routewatch.events import CollectorRound, Heartbeat
@@ -101,7 +101,7 @@ def test_a_namesrv_the_collector_cannot_reach_is_unknown_not_a_divergence(
     # the cluster's NameServer, and one on a closed port; the rounds 10 s apart in event time
     closed = f"127.0.0.1:{free_port()}"
     clock = iter(range(1_800_000_000, 1_900_000_000, 10))
-    poller = Poller([cluster.namesrv_addr(), closed], Counters(), clock=lambda: next(clock))
+    poller = Poller([cluster.namesrv_addr(), closed], CollectorMetrics(), clock=lambda: next(clock))
     deriver = Deriver(10)
     events: list[dict[str, Any]] = []
     try:

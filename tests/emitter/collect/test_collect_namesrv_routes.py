@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from emitter.collect.derive import Deriver
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
 from routewatch import remoting
 from routewatch.events import Heartbeat, HeldTopic, TopicConfig
@@ -58,7 +58,7 @@ class Watch:
 
     def __init__(self, ns: str) -> None:
         self.ns = ns
-        self.poller = Poller([ns], Counters())
+        self.poller = Poller([ns], CollectorMetrics())
         self.deriver = Deriver(30)
         self.events: list[dict[str, Any]] = []
 
@@ -137,7 +137,9 @@ def test_a_read_only_broker_permission_is_what_the_namesrv_routes(
         watch = Watch(ns)
         try:
             readonly = watch.poll()["broker-b"]  # (checked against every route, as every poll)
-            asked = watch.poller.counters.get("routewatch_collect_requests_total", target="namesrv")
+            asked = watch.poller.metrics.value(
+                "routewatch_collect_requests_total", target="namesrv"
+            )
         finally:
             watch.poller.close()
         # registered so by the broker itself: every topic it holds read-only; Both, deleted there

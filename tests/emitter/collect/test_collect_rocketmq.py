@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from emitter.collect.derive import Deriver
-from emitter.collect.metrics import Counters
+from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
 from routewatch.codec import encode
 from routewatch.events import Heartbeat
@@ -49,7 +49,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 def test_one_poll_writes_what_each_namesrv_holds(cluster: RocketMQCluster) -> None:
     ns1, ns2 = cluster.namesrv_addr("ns1"), cluster.namesrv_addr("ns2")
-    counters = Counters()
+    counters = CollectorMetrics()
     poller = Poller([ns1, ns2], counters)
     events = _poll(poller, Deriver(30))
     poller.close()
@@ -78,9 +78,9 @@ def test_one_poll_writes_what_each_namesrv_holds(cluster: RocketMQCluster) -> No
     # broker-named topic, from each NameServer listing it) and, at this first look at broker-c,
     # the route of TBW102 (broker-a and broker-b hold it, broker-c not); 3 configurations and 3
     # topic tables
-    assert counters.get("routewatch_collect_requests_total", target="namesrv") == 15
-    assert counters.get("routewatch_collect_requests_total", target="broker") == 6
-    assert counters.get("routewatch_collect_errors_total") == 0
+    assert counters.value("routewatch_collect_requests_total", target="namesrv") == 15
+    assert counters.value("routewatch_collect_requests_total", target="broker") == 6
+    assert counters.value("routewatch_collect_errors_total") == 0
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_namesrvs_down_slow_or_answering_garbage(
     caplog.set_level(logging.INFO, "routewatch.collect")
     ns1 = cluster.namesrv_addr("ns1")
     bad = [bad_servers["down"], bad_servers["silent"], bad_servers["garbage"]]
-    counters = Counters()
+    counters = CollectorMetrics()
     poller = Poller([ns1, *bad], counters, timeout=0.5)
     deriver = Deriver(30)
     events = [e for _ in range(3) for e in _poll(poller, deriver)]
@@ -145,13 +145,18 @@ def test_namesrvs_down_slow_or_answering_garbage(
     assert "did not answer within 0.5 s" in silent
     assert "not RocketMQ's protocol" in garbage
     assert all("writing nothing for it until it answers" in w for w in warnings)
-    assert counters.get("routewatch_collect_errors_total", target="namesrv", reason="timeout") == 3
-    assert counters.get("routewatch_collect_errors_total", target="namesrv", reason="garbage") == 3
     assert (
-        counters.get("routewatch_collect_errors_total", target="namesrv", reason="unreachable") == 3
+        counters.value("routewatch_collect_errors_total", target="namesrv", reason="timeout") == 3
     )
-    assert counters.get("routewatch_collect_targets_down", target="namesrv") == 3
-    assert counters.get("routewatch_collect_polls_total") == 3
+    assert (
+        counters.value("routewatch_collect_errors_total", target="namesrv", reason="garbage") == 3
+    )
+    assert (
+        counters.value("routewatch_collect_errors_total", target="namesrv", reason="unreachable")
+        == 3
+    )
+    assert counters.value("routewatch_collect_targets_down", target="namesrv") == 3
+    assert counters.value("routewatch_collect_polls_total") == 3
 
 
 def test_a_broker_that_does_not_answer_but_is_listed_keeps_its_heartbeats(
@@ -160,7 +165,7 @@ def test_a_broker_that_does_not_answer_but_is_listed_keeps_its_heartbeats(
     caplog.set_level(logging.INFO, "routewatch.collect")
     broker = cluster.broker("broker-b")
     ns1 = cluster.namesrv_addr("ns1")
-    counters = Counters()
+    counters = CollectorMetrics()
     poller = Poller([ns1], counters, timeout=0.5)
     clock = [time.time()]
     poller.clock = lambda: clock[0]
@@ -188,7 +193,7 @@ def test_a_broker_that_does_not_answer_but_is_listed_keeps_its_heartbeats(
     assert warnings[0].startswith(f"broker broker-b at {broker.addr} did not answer within 0.5 s;")
     assert "heartbeats go on with what was last known of it" in warnings[0]
     assert warnings[1] == f"broker broker-b at {broker.addr} answers again."
-    assert counters.get("routewatch_collect_errors_total", target="broker", reason="timeout") == 3
+    assert counters.value("routewatch_collect_errors_total", target="broker", reason="timeout") == 3
 
 
 # -- the alerts on a real cluster ---------------------------------------------------------------

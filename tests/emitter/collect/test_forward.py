@@ -21,10 +21,8 @@ import emitter.collect.forward as forward_module
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
 from emitter.collect.forward import Forwarder
-from emitter.collect.metrics import Counters
-from emitter.replay.kafka_sink import KafkaSink
-from emitter.replay.reader import kafka_key
-from emitter.replay.sinks import Sink, SpoolSink
+from emitter.collect.metrics import CollectorMetrics
+from emitter.sinks import KafkaSink, Sink, SpoolSink, kafka_key
 from routewatch.cli import main
 from routewatch.codec import encode, parse
 from routewatch.errors import RoutewatchError
@@ -97,13 +95,13 @@ def _spool_lines(directory: Path) -> list[bytes]:
     return [line for p in _published(directory) for line in p.read_bytes().splitlines()]
 
 
-def _forwarder(dirs: list[Path], sink: Sink) -> tuple[Forwarder, Counters]:
-    counters = Counters()
+def _forwarder(dirs: list[Path], sink: Sink) -> tuple[Forwarder, CollectorMetrics]:
+    counters = CollectorMetrics()
     return Forwarder(dirs, sink, counters), counters
 
 
-def _count(counters: Counters, what: str, **labels: str) -> float:
-    return counters.get(f"routewatch_collect_forward_{what}_total", **labels)
+def _count(counters: CollectorMetrics, what: str, **labels: str) -> float:
+    return counters.value(f"routewatch_collect_forward_{what}_total", **labels)
 
 
 def test_published_files_reach_a_spool_unchanged_in_order_and_are_removed(tmp_path: Path) -> None:
@@ -265,7 +263,7 @@ def test_a_file_that_cannot_be_removed_is_not_sent_again(
 
 def test_the_collector_forwards_in_its_loop_until_stopped(tmp_path: Path) -> None:
     hook, other, out = tmp_path / "hook", tmp_path / "other", tmp_path / "out"
-    counters = Counters()
+    counters = CollectorMetrics()
     sink = SpoolSink(out, 5_000, 0.05)
     forwarder = Forwarder([hook, other], sink, counters)
     collector = Collector(
