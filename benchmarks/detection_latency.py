@@ -115,12 +115,11 @@ import orjson
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
-from emitter.replay import Pacer, sink_for
-from emitter.replay.reader import kafka_key
-from emitter.replay.sinks import Sink
+from emitter.replay import Pacer
 from emitter.scenarios import SCENARIOS
 from emitter.settings import EmitterSettings
 from emitter.sim import DEFAULT_START_MS
+from emitter.sinks import Sink, kafka_key, sink_for
 from emitter.trace import TraceWriter
 from routewatch.alerts import AlertKind, alert_id
 from routewatch.cli import plain_text

@@ -28,9 +28,10 @@ from pyspark.sql import DataFrame, SparkSession
 from benchmarks.fleet_realtime import Rate, SecondFiles, bare_rate, noop_rate
 from benchmarks.results import print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
-from emitter.replay import Pacer, replay, sink_for
+from emitter.replay import Pacer, replay
 from emitter.replay.reader import read_traces_aside
 from emitter.settings import EmitterSettings
+from emitter.sinks import sink_for
 from emitter.trace import TraceWriter
 from routewatch.cli import plain_text
 from routewatch.settings import load

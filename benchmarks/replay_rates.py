@@ -17,10 +17,10 @@ from pathlib import Path
 
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
-from emitter.replay import Pacer, SpoolSink, replay, sink_for
+from emitter.replay import Pacer, replay
 from emitter.replay.reader import read_traces_aside
-from emitter.replay.sinks import Sink
 from emitter.settings import EmitterSettings
+from emitter.sinks import Sink, SpoolSink, sink_for
 from emitter.trace import TraceWriter
 from routewatch.cli import plain_text
 from routewatch.settings import load

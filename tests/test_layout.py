@@ -70,3 +70,19 @@ def test_the_launchers_need_nothing_from_the_tests() -> None:
     )
 
     assert offenders == []
+
+
+def test_the_replayer_and_the_collector_share_the_sinks_and_not_each_other() -> None:
+    """emitter/ holds every producer of events; replay and collect write through
+    emitter.sinks and import nothing of each other (docs/architecture.md)."""
+    pairs = {"replay": "emitter.collect", "collect": "emitter.replay"}
+    offenders = {
+        str(path.relative_to(REPO)): sorted(
+            m for m in _imported_modules(path) if m == other or m.startswith(f"{other}.")
+        )
+        for sub, other in pairs.items()
+        for path in (REPO / "emitter" / sub).rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    sinks = {m for m in _imported_modules(REPO / "emitter" / "sinks" / "local.py")}
+    assert not {m for m in sinks if m.startswith(("emitter.replay", "emitter.collect"))}

@@ -1,19 +1,8 @@
-"""Replaying recorded or simulated traces into Kafka, the spool or stdout, at any speed."""
+"""``routewatch replay``: recorded or simulated traces written, at any speed, into one of the
+sinks of :mod:`emitter.sinks` (Kafka, the spool, stdout)."""
 
 from emitter.replay.pacing import Pacer
 from emitter.replay.reader import TraceLine, read_traces
 from emitter.replay.replayer import ReplayResult, replay
-from emitter.replay.sinks import KafkaSink, Sink, SpoolSink, StdoutSink, sink_for
 
-__all__ = [
-    "KafkaSink",
-    "Pacer",
-    "ReplayResult",
-    "Sink",
-    "SpoolSink",
-    "StdoutSink",
-    "TraceLine",
-    "read_traces",
-    "replay",
-    "sink_for",
-]
+__all__ = ["Pacer", "ReplayResult", "TraceLine", "read_traces", "replay"]

@@ -13,8 +13,8 @@ from pathlib import Path
 from emitter.replay.pacing import Pacer
 from emitter.replay.reader import TraceLine, read_traces_aside
 from emitter.replay.replayer import Progress, replay
-from emitter.replay.sinks import sink_for
 from emitter.settings import EmitterSettings
+from emitter.sinks import sink_for
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 

@@ -19,11 +19,12 @@ from typing import IO
 
 import orjson
 
+from emitter.sinks import kafka_key
 from routewatch.codec import parse
 from routewatch.errors import RoutewatchError
 from routewatch.validation import BadInput
 
-__all__ = ["BadLineError", "TraceLine", "kafka_key", "read_traces"]
+__all__ = ["BadLineError", "TraceLine", "read_traces"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +40,6 @@ class TraceLine:
 
 class BadLineError(RoutewatchError):
     """A trace line that is not a contract event."""
-
-
-def kafka_key(event: dict[str, object]) -> bytes:
-    """``cluster/topic``, or ``cluster/broker`` for heartbeats (the contract's message key)."""
-    name = event["broker"] if event["type"] == "heartbeat" else event["topic"]
-    return f"{event['cluster']}/{name}".encode()
 
 
 def _open(path: Path) -> IO[bytes]:

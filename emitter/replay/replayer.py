@@ -10,7 +10,7 @@ from typing import IO
 
 from emitter.replay.pacing import Pacer
 from emitter.replay.reader import BadLineError, TraceLine
-from emitter.replay.sinks import Sink
+from emitter.sinks import Sink
 
 __all__ = ["Progress", "ReplayResult", "replay"]
 

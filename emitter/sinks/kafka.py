@@ -1,4 +1,5 @@
-"""The Kafka target: record batches built here, sent through kafka-python's network client.
+"""The Kafka sink: record batches built here, sent through kafka-python's network client, and
+the contract's message key (:func:`kafka_key`).
 
 kafka-python's ``KafkaProducer`` costs about 40 µs of Python per record on this machine (a
 future, accumulator bookkeeping and locks per record), which bounds a replay at about 25,000
@@ -43,7 +44,14 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 
 from routewatch.errors import RoutewatchError
 
-__all__ = ["KafkaSink"]
+__all__ = ["KafkaSink", "kafka_key"]
+
+
+def kafka_key(event: dict[str, object]) -> bytes:
+    """``cluster/topic``, or ``cluster/broker`` for heartbeats (the contract's message key)."""
+    name = event["broker"] if event["type"] == "heartbeat" else event["topic"]
+    return f"{event['cluster']}/{name}".encode()
+
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""Where a replay writes: Kafka (:mod:`emitter.replay.kafka_sink`), the spool directory, or
-stdout."""
+"""The sinks' protocol, the spool directory and stdout, and :func:`sink_for`, which picks a sink
+(Kafka's is :mod:`emitter.sinks.kafka`) for a replay or the collector."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import uuid
 from pathlib import Path
 from typing import IO, Protocol
 
-from emitter.replay.kafka_sink import KafkaSink
 from emitter.settings import EmitterSettings
+from emitter.sinks.kafka import KafkaSink
 from routewatch.errors import RoutewatchError
 
 __all__ = ["ORIGIN_FILE", "KafkaSink", "Sink", "SpoolSink", "StdoutSink", "claim_spool", "sink_for"]

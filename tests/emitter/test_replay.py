@@ -15,9 +15,9 @@ import orjson
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from emitter.replay import Pacer, StdoutSink, read_traces, replay
-from emitter.replay.sinks import ORIGIN_FILE
+from emitter.replay import Pacer, read_traces, replay
 from emitter.scenarios import SCENARIOS
+from emitter.sinks import ORIGIN_FILE, StdoutSink
 from routewatch.codec import encode
 from routewatch.testing.kafka import KafkaBroker
 from routewatch.testing.processes import free_port, wait_for

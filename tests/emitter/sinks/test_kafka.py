@@ -12,8 +12,8 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from emitter.replay import KafkaSink, sink_for
 from emitter.settings import EmitterSettings
+from emitter.sinks import KafkaSink, sink_for
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 from routewatch.testing.kafka import KafkaBroker

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from emitter.replay.sinks import ORIGIN_FILE
 from emitter.scenarios import SCENARIOS
+from emitter.sinks import ORIGIN_FILE
 from routewatch.codec import encode
 from routewatch.events import Event
 from routewatch.store import open_store
@@ -51,7 +51,7 @@ def _stream(tmp_path: Path, env: dict[str, str], n: int) -> subprocess.Popen[byt
 def test_a_poisoned_spool_is_quarantined_and_the_job_goes_on(tmp_path: Path) -> None:
     data, spool = tmp_path / "data", tmp_path / "data" / "spool"
     spool.mkdir(parents=True)
-    # what replay and collect leave in a spool (emitter/replay/sinks.py): never read as events
+    # what replay and collect leave in a spool (emitter/sinks/local.py): never read as events
     (spool / ORIGIN_FILE).write_text("replayed\n")
     env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(data), "ROUTEWATCH_TRIGGER_INTERVAL_S": "1"}
     dies = SCENARIOS["broker-dies"].run(seed=1)

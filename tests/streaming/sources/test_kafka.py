@@ -10,9 +10,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from emitter.replay import KafkaSink, Pacer, replay
+from emitter.replay import Pacer, replay
 from emitter.replay.reader import read_traces
 from emitter.scenarios import SCENARIOS
+from emitter.sinks import KafkaSink
 from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.testing.kafka import KafkaBroker
