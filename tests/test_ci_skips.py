@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 KAFKA_TEST = "tests/test_kafka_broker.py::test_the_broker_listens_on_loopback_only"
-ROCKETMQ_TEST = "tests/test_rocketmq5_harness.py"
+ROCKETMQ_TEST = "tests/test_rocketmq_routes.py::test_the_cluster_listens_on_loopback_only"
 
 
 def _pytest(test: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -29,9 +29,9 @@ import pytest
 
 from routewatch.remoting import QueueData, TopicConfig, TopicRoute
 from routewatch.testing.processes import wait_for
-from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster, release
 from tests.support.model_twin import model_routes, model_sends, model_world
-from tests.support.rocketmq import EVERY_MAJOR, module_cluster
+from tests.support.rocketmq import EVERY_MAJOR, listeners, loopback_listeners, module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, SendOutcome, module_driver
 
 pytestmark = pytest.mark.rocketmq
@@ -73,6 +73,13 @@ def _wait_for_route(
         assert {ns: _queues(r) for ns, r in cluster.routes(topic).items()} == dict.fromkeys(
             cluster.namesrvs, queues
         )
+
+
+def test_the_cluster_listens_on_loopback_only(cluster: RocketMQCluster) -> None:
+    """Every NameServer and broker of either line, as ``ss -ltnp`` shows them: 127.0.0.1 only
+    (a broker's port, its fast channel and its HA port)."""
+    assert release(cluster.home)[0] == cluster.major
+    assert listeners(cluster) == loopback_listeners(cluster)
 
 
 def test_the_template_route(cluster: RocketMQCluster) -> None:
