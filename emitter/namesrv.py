@@ -30,14 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from emitter.sim import Simulation
-from emitter.versions import ROCKETMQ_4, Release
+from emitter.versions import ROCKETMQ_4, Release, scan_interval_ms
 from routewatch.events import Heartbeat, QueueData, TopicConfig
 from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_READ, PERM_WRITE
 
-__all__ = ["FIRST_SCAN_DELAY_MS", "SCAN_INTERVAL_MS", "BrokerKey", "NameServer"]
-
-SCAN_INTERVAL_MS = {4: 10_000, 5: 5_000}
-"""How often a NameServer looks for silent brokers, by RocketMQ major version."""
+__all__ = ["FIRST_SCAN_DELAY_MS", "BrokerKey", "NameServer"]
 
 FIRST_SCAN_DELAY_MS = 5_000
 """The first scan for silent brokers, after the NameServer starts (``NamesrvController``)."""
@@ -62,7 +59,7 @@ class NameServer:
     def __init__(self, sim: Simulation, addr: str, version: Release = ROCKETMQ_4) -> None:
         self.sim = sim
         self.addr = addr
-        self.scan_interval_ms = SCAN_INTERVAL_MS[version[0]]
+        self.scan_interval_ms = scan_interval_ms(version)
         self.live: dict[BrokerKey, _Live] = {}
         self.broker_ids: dict[str, set[int]] = {}  # brokerAddrTable: broker name -> ids
         self.queues: dict[str, dict[str, TopicConfig]] = {}  # topicQueueTable

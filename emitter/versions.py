@@ -5,8 +5,9 @@ NameServers and brokers take it from there. What changes with the release, each 
 real cluster of that line (docs/emitter.md, "Checked against RocketMQ"):
 
 - The NameServer's scan for silent brokers runs every 10 s in 4.x, every 5 s in 5.x
-  (``NamesrvConfig.scanNotActiveBrokerInterval``); the idle-connection handler drops a frozen
-  broker first on both (:mod:`emitter.namesrv`).
+  (``NamesrvConfig.scanNotActiveBrokerInterval``). On 4.x the idle-connection handler (120 s)
+  always drops a frozen broker first; on 5.x the scan sometimes does, up to 5 s later — the
+  model drops it at 120 s on both (:mod:`emitter.namesrv`).
 - After auto-creating a topic for a send, a 4.x broker registers its whole table at once
   (``registerBrokerAll``); a 5.x broker registers the new topic alone, under its new data
   version (``TopicConfigManager.registerBrokerData`` → ``registerIncrementBrokerData``, with
@@ -47,6 +48,7 @@ __all__ = [
     "registers_whole_table_on_auto_create",
     "release_named",
     "retries_illegal_queue",
+    "scan_interval_ms",
     "template_route_of",
 ]
 
@@ -112,3 +114,8 @@ def refreshes_create_topic_key(version: Release) -> bool:
 def retries_illegal_queue(version: Release) -> bool:
     """Whether a client of ``version`` retries a send refused for its queue id (4.x)."""
     return version < (5, 0, 0)
+
+
+def scan_interval_ms(version: Release) -> int:
+    """How often a NameServer of ``version`` looks for brokers silent over 120 s."""
+    return 10_000 if version < (5, 0, 0) else 5_000
