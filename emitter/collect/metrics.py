@@ -6,11 +6,27 @@ tests read values with :meth:`CollectorMetrics.value` (``registry.get_sample_val
 from __future__ import annotations
 
 import threading
+from typing import Literal, get_args
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-__all__ = ["CollectorMetrics", "MetricsServer"]
+__all__ = [
+    "ERROR_REASONS",
+    "FORWARD_ERROR_REASONS",
+    "TARGETS",
+    "CollectorMetrics",
+    "ErrorReason",
+    "MetricsServer",
+]
+
+# Every value each label takes. Each series is created at zero when the collector starts (as
+# Prometheus' instrumentation guide asks of known label values), so a rate, a sum by label or an
+# alert over it has data before the first failure, not only after.
+TARGETS = ("namesrv", "broker")
+ErrorReason = Literal["unreachable", "timeout", "garbage", "refused"]
+ERROR_REASONS: tuple[ErrorReason, ...] = get_args(ErrorReason)
+FORWARD_ERROR_REASONS = ("list", "read", "delivery", "remove")
 
 
 class CollectorMetrics:
@@ -70,6 +86,13 @@ class CollectorMetrics:
             ["reason"],
             registry=r,
         )
+        for target in TARGETS:
+            self.requests.labels(target=target)
+            self.targets_down.labels(target=target)
+            for reason in ERROR_REASONS:
+                self.errors.labels(target=target, reason=reason)
+        for forward_reason in FORWARD_ERROR_REASONS:
+            self.forward_errors.labels(reason=forward_reason)
         # whether the collector forwards the client library's spools (its log line says so)
         self.forwarding = False
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from emitter.collect.metrics import CollectorMetrics
+from emitter.collect.metrics import CollectorMetrics, ErrorReason
 from routewatch import remoting
 from routewatch.remoting import Connection, DataVersion, TopicRoute, TopicTable
 
@@ -70,7 +70,7 @@ class RouteAsker(Protocol):
 ROUTE_PASSES = 3  # a sentinel's answer can call for every topic of a broker: two passes suffice
 
 
-def _reason(exc: BaseException) -> tuple[str, str]:
+def _reason(exc: BaseException) -> tuple[ErrorReason, str]:
     """(counter label, words for the log) of a failed request."""
     if isinstance(exc, TimeoutError | socket.timeout):
         return "timeout", str(exc) or "timed out"

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import urllib.request
 
-from emitter.collect.metrics import CollectorMetrics, MetricsServer
+from emitter.collect.metrics import (
+    ERROR_REASONS,
+    FORWARD_ERROR_REASONS,
+    TARGETS,
+    CollectorMetrics,
+    MetricsServer,
+)
 from routewatch.testing.processes import free_port
 from tests.support.grafana import documented_metrics
 
@@ -13,6 +19,21 @@ from tests.support.grafana import documented_metrics
 def test_the_collectors_metrics_are_exactly_those_documented() -> None:
     documented = {n for n in documented_metrics() if n.startswith("routewatch_collect_")}
     assert CollectorMetrics().names() == documented
+
+
+def test_every_labelled_series_is_exposed_at_zero_before_anything_happened() -> None:
+    """A rate or a sum by label over a series that does not exist yet has no data: a dashboard
+    panel stays empty and an alert over it cannot fire until the first failure of that kind."""
+    registry = CollectorMetrics().registry
+    for target in TARGETS:
+        for name in ("routewatch_collect_requests_total", "routewatch_collect_targets_down"):
+            assert registry.get_sample_value(name, {"target": target}) == 0
+        for reason in ERROR_REASONS:
+            labels = {"target": target, "reason": reason}
+            assert registry.get_sample_value("routewatch_collect_errors_total", labels) == 0
+    for reason in FORWARD_ERROR_REASONS:
+        labels = {"reason": reason}
+        assert registry.get_sample_value("routewatch_collect_forward_errors_total", labels) == 0
 
 
 def test_values_are_read_per_series_and_summed_over_labels() -> None:
