@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 import orjson
 
 from routewatch.alerts import Alert
-from routewatch.changes import DUPLICATES, LATE, ChangeRow, Count, RouteChange, decode
+from routewatch.changes import DUPLICATES, LATE, BadLine, ChangeRow, Count, RouteChange, decode
+from routewatch.codec import parse
+from routewatch.validation import BadInput
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
 
-__all__ = ["ClusterRun", "StreamRun", "run_cluster", "run_stream"]
+__all__ = ["ClusterRun", "LineRun", "StreamRun", "run_cluster", "run_stream"]
 
 DEFAULT_DEDUPE_HORIZON_MS = 300_000
 
@@ -112,3 +114,31 @@ def run_cluster(
         dedupe_horizon_ms=dedupe_horizon_ms,
     )
     return run.cluster(cluster)
+
+
+class LineRun:
+    """The stream's step over lines of input given a batch at a time: the change rows the job
+    would write for the same batches, without Spark — each line decoded as the read stage
+    decodes it (:func:`routewatch.codec.parse`), bad lines kept with their reason, the state
+    carried from batch to batch in memory. Tests fill a store with them through the store's
+    own API (``Store.write_batch``)."""
+
+    def __init__(
+        self, *, lateness_ms: int, dedupe_horizon_ms: int = DEFAULT_DEDUPE_HORIZON_MS
+    ) -> None:
+        self.step = Step(lateness_ms, dedupe_horizon_ms)
+        self.entries = MemoryEntries()
+
+    def batch(self, lines: Iterable[str], *, final: bool = False) -> list[ChangeRow]:
+        """One batch of lines, in arrival order; with ``final``, the input ends with it."""
+        arrivals: list[Arrival] = []
+        bad: list[tuple[str | None, BadLine]] = []
+        for line in lines:
+            event = parse(line)
+            if isinstance(event, BadInput):
+                bad.append((event.cluster, BadLine(event.reason, event.detail, line)))
+            else:
+                cluster = event["cluster"]
+                key = dedupe_id(cluster, event["event_id"])
+                arrivals.append((key, event["ts"], event.get("seq"), line))
+        return self.step(self.entries, arrivals, final=final, bad=bad)

@@ -10,8 +10,6 @@ from fastapi.testclient import TestClient
 from routewatch.alerts import ALERT_KINDS
 from tests.support.traces import expected, shape
 
-pytestmark = pytest.mark.spark
-
 PROBLEM = "application/problem+json"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
@@ -13,8 +12,6 @@ from api import ApiSettings, create_app
 from routewatch.settings import load
 from routewatch.store import open_store
 from tests.support.grafana import documented_metrics
-
-pytestmark = pytest.mark.spark
 
 
 def test_topics_show_coverage_and_auto_creation(client: TestClient) -> None:

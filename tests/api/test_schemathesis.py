@@ -40,8 +40,6 @@ from schemathesis.specs.openapi.checks import (
 from api import ApiSettings, create_app
 from routewatch.settings import load
 
-pytestmark = pytest.mark.spark
-
 TOKEN = "s3cret"
 NOT_DOCUMENTED = [status_code_conformance, content_type_conformance, positive_data_acceptance]
 # An alert stream does not end: read it for this long at most (it polls the store every 0.5 s).

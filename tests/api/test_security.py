@@ -29,8 +29,6 @@ from starlette.types import ASGIApp, Message
 from api import ApiSettings, create_app
 from routewatch.settings import load
 
-pytestmark = pytest.mark.spark
-
 PROBLEM = "application/problem+json"
 TOKEN = "s3cret"
 SQLITE_INT_MAX = 2**63 - 1

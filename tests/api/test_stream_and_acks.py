@@ -13,8 +13,6 @@ from api import ApiSettings, create_app
 from routewatch.settings import load
 from routewatch.store import open_store
 
-pytestmark = pytest.mark.spark
-
 
 def _events(client: TestClient, count: int, headers: dict[str, str] | None = None) -> list[dict]:  # type: ignore[type-arg]
     events: list[dict] = []  # type: ignore[type-arg]

@@ -13,7 +13,6 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
-from pyspark.sql import SparkSession
 
 from api import ApiSettings, create_app
 from api.models import TopicPublic, TopicsPublic
@@ -22,11 +21,9 @@ from emitter.scenarios import on_clusters
 from routewatch.settings import load
 from routewatch.store import Store
 from routewatch.store.views import TopicIndex, snapshot
-from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
+from tests.support.stores import EngineJob
 from tests.support.traces import write_trace
-
-pytestmark = pytest.mark.spark
 
 PROBLEM = "application/problem+json"
 FILTERS = [{}, {"coverage_below": 1}, {"coverage_below": 0.75}, {"cluster": "DefaultCluster"}]
@@ -160,10 +157,8 @@ def test_an_invalid_cursor_is_a_400_problem_with_one_sentence(
     )
 
 
-def test_the_summary_is_built_once_per_batch_and_again_after_a_new_batch(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    settings = load(StreamingSettings, data_dir=tmp_path, trigger_interval_s=0.1)
+def test_the_summary_is_built_once_per_batch_and_again_after_a_new_batch(tmp_path: Path) -> None:
+    settings = load(StreamingSettings, data_dir=tmp_path)
     first = on_clusters({"First": "broker-dies"}, 1)
     # One clock for the whole stream: the second cluster's events follow the first's (earlier
     # ones would be late), and only for 10 s, which expires none of the first's brokers.
@@ -171,23 +166,20 @@ def test_the_summary_is_built_once_per_batch_and_again_after_a_new_batch(
     begin = later[0].ts
     shift = first[-1].ts + 1_000 - begin
     later = [dataclasses.replace(e, ts=e.ts + shift) for e in later if e.ts < begin + 10_000]
+    job = EngineJob(settings)
     write_trace(first, settings.spool_dir / "1.jsonl")
-    query = start_stream(spark, settings, "spool")
-    try:
-        query.processAllAvailable()
-        with TestClient(create_app(load(ApiSettings, data_dir=tmp_path))) as client:
-            before = client.get("/topics?limit=1000").json()
-            client.get("/topics?limit=1")
-            client.get("/metrics")
-            assert _cache(client).builds == 1  # one store version: one summary, shared
+    job.write_files(settings.spool_dir / "1.jsonl")
+    with TestClient(create_app(load(ApiSettings, data_dir=tmp_path))) as client:
+        before = client.get("/topics?limit=1000").json()
+        client.get("/topics?limit=1")
+        client.get("/metrics")
+        assert _cache(client).builds == 1  # one store version: one summary, shared
 
-            write_trace(later, settings.spool_dir / "2.jsonl")
-            query.processAllAvailable()
-            after = client.get("/topics?limit=1000").json()
-            second = client.get("/topics?cluster=Second&limit=1000").json()
-            assert _cache(client).builds == 2
-    finally:
-        query.stop()
+        write_trace(later, settings.spool_dir / "2.jsonl")
+        job.write_files(settings.spool_dir / "2.jsonl")
+        after = client.get("/topics?limit=1000").json()
+        second = client.get("/topics?cluster=Second&limit=1000").json()
+        assert _cache(client).builds == 2
 
     assert {t["cluster"] for t in before["data"]} == {"First"}
     assert before["count"] > 0 and second["count"] > 0

@@ -1,13 +1,16 @@
 """A store's contents, minus what depends on the wall clock, for comparing two runs row by row;
-and the batches a job wrote."""
+the batches a job wrote; and a store filled as the job fills it, without Spark."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from routewatch.store import Store
+from routewatch.store import Store, open_store
+from streaming.engine.runner import LineRun
+from streaming.settings import StreamingSettings
 
 # Columns written from the wall clock (or the store's own sequence), not from the events.
 WALL_CLOCK = {"detected_at", "written_at", "updated_at", "input_at", "arrived_at", "seq"}
@@ -52,3 +55,34 @@ def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
         "clusters": _rows(store, "clusters"),
         "quarantine": _rows(store, "quarantine"),
     }
+
+
+class EngineJob:
+    """A store filled batch by batch with what the stream job writes for the same input: the
+    change rows of the job's own step (:class:`streaming.engine.runner.LineRun`, no Spark),
+    written through the store's API as the job's sink and progress report write them. A test
+    in ``tests/streaming/job`` holds it to the job's store, row by row."""
+
+    def __init__(self, settings: StreamingSettings, job: str = "engine") -> None:
+        self.url = settings.store_url
+        self.job = job
+        self.run = LineRun(
+            lateness_ms=settings.lateness_ms, dedupe_horizon_ms=settings.dedupe_horizon_ms
+        )
+        self.batches = 0
+
+    def write(self, lines: list[str]) -> None:
+        """One batch of input lines, in arrival order."""
+        rows = self.run.batch(lines)
+        store = open_store(self.url)
+        try:
+            store.write_batch(self.job, self.batches, rows)
+            store.record_progress(self.job, self.batches, len(lines), 1)
+        finally:
+            store.close()
+        self.batches += 1
+
+    def write_files(self, *paths: Path) -> None:
+        """One batch of every line of ``paths``, in that order (as the job reads a spool's
+        files: by modification time, then name)."""
+        self.write([line for path in paths for line in path.read_text().splitlines()])

@@ -21,7 +21,7 @@ from streaming.job.sink import job_name
 from streaming.job.stream import LAYOUT_FILE, start_stream
 from streaming.settings import StreamingSettings
 from streaming.spark.session import LOCAL_CHECKPOINT_FS_KEY
-from tests.support.stores import batches
+from tests.support.stores import EngineJob, batches, snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -74,6 +74,23 @@ def _run(spark: SparkSession, settings: StreamingSettings) -> None:
         query.processAllAvailable()
     finally:
         query.stop()
+
+
+def test_the_job_writes_what_its_step_writes_through_the_store_without_spark(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The tests that need only a store's contents (the API's) fill it without Spark
+    (``EngineJob``); this holds that store to the job's, row by row, bad input included."""
+    lines = [line.decode() for line in _lines()] + ["{broken", '{"v": 1, "type": "send"}']
+    job = _settings(tmp_path / "job")
+    _publish(job.spool_dir, _cut([line.encode() for line in lines], 60))
+    _run(spark, job)
+    engine = load(StreamingSettings, data_dir=tmp_path / "engine")
+    EngineJob(engine).write(lines)
+
+    expected, got = snapshot(open_store(job.store_url)), snapshot(open_store(engine.store_url))
+    assert got["alerts"] and got["quarantine"]
+    assert got == expected
 
 
 @pytest.mark.parametrize(("size", "files_per_batch"), [(17, 1), (60, 1), (40, None)])
