@@ -31,8 +31,8 @@ def test_every_labelled_series_is_exposed_at_zero_before_anything_happened() -> 
         for reason in ERROR_REASONS:
             labels = {"target": target, "reason": reason}
             assert registry.get_sample_value("routewatch_collect_errors_total", labels) == 0
-    for reason in FORWARD_ERROR_REASONS:
-        labels = {"reason": reason}
+    for forward_reason in FORWARD_ERROR_REASONS:
+        labels = {"reason": forward_reason}
         assert registry.get_sample_value("routewatch_collect_forward_errors_total", labels) == 0
 
 
