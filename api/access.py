@@ -9,23 +9,12 @@ answers with a missing table.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
-from routewatch.store import Store, StoreUnavailableError
-from routewatch.store.postgres import one_line, redacted
-from routewatch.store.store import POSTGRES_SCHEMES
+from routewatch.store import Store, StoreUnavailableError, locate
 
-__all__ = ["StoreAccess", "is_busy"]
-
-
-def is_busy(exc: sqlite3.Error) -> bool:
-    """SQLite gave up waiting for a lock that another connection holds (SQLITE_BUSY/LOCKED)."""
-    code = getattr(exc, "sqlite_errorcode", 0)
-    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-
+__all__ = ["StoreAccess"]
 
 # Idle read-only connections kept for the next requests. A request holds its connection from
 # its start, including its wait for a worker thread, so under load more are in use than there
@@ -39,10 +28,8 @@ class StoreAccess:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.postgres = url.startswith(POSTGRES_SCHEMES)
         # SQLite: the file; PostgreSQL: no file (its server says whether it is there)
-        self.path = None if self.postgres else Path(url.removeprefix("sqlite:///"))
-        self.where = redacted(url) if self.postgres else str(self.path)
+        self.where, self.path = locate(url)
         self._migrated = False
         self._lock = threading.Lock()
         self._idle: list[Store] = []
@@ -105,27 +92,6 @@ class StoreAccess:
             idle, self._idle = self._idle, []
         for store in idle:
             store.close()
-
-    def busy(self, exc: sqlite3.Error) -> StoreUnavailableError:
-        """What a read that met another connection's lock means: the store is briefly busy."""
-        return StoreUnavailableError(f"the store at {self.where} is busy: {exc}.")
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Reads inside raise :class:`StoreUnavailableError`, not SQLite's error, when locked out
-        (a writer in exclusive locking mode keeps even WAL readers out)."""
-        import psycopg
-
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            if not is_busy(exc):
-                raise
-            raise self.busy(exc) from None
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            raise StoreUnavailableError(
-                f"the store at {self.where} cannot be read: {one_line(exc)}."
-            ) from None
 
     def open_writable(self, timeout_s: float = 5.0) -> Store:
         """A connection for the API's own table (acknowledgements and silences)."""

@@ -34,7 +34,6 @@ from routewatch.store.views import (
     last_batch,
     newest_times,
     open_alert_counts,
-    snapshot,
     topic_items,
 )
 from routewatch.validation import BAD_INPUT_REASONS
@@ -57,8 +56,7 @@ class StoreCollector(Collector):
         try:
             store = self.access.open(timeout_s=2.0)
             try:
-                with self.access.reading():
-                    families = list(self._families(store))
+                families = list(self._families(store))
             finally:
                 store.close()
         except StoreUnavailableError:
@@ -70,7 +68,7 @@ class StoreCollector(Collector):
         yield up
 
     def _families(self, store: Store) -> Iterator[Metric]:
-        with snapshot(store):
+        with store.snapshot():
             index = self.topics.get(store)
             topics = topic_items(
                 store, index.brokers, index.worst(self.settings.metrics_max_topics)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 
-import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from api.access import StoreAccess, is_busy
 from routewatch.store import StoreUnavailableError
-from routewatch.store.postgres import one_line
 
 __all__ = ["install_problem_handlers", "problem"]
 
@@ -67,25 +63,9 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreUnavailableError)
     async def _store(request: Request, exc: StoreUnavailableError) -> JSONResponse:
+        """The store is unreachable, or briefly busy (a read locked out by another connection):
+        503. Any other store error stays a server error."""
         return _unavailable(exc)
-
-    @app.exception_handler(psycopg.OperationalError)
-    @app.exception_handler(psycopg.InterfaceError)
-    async def _unreachable(request: Request, exc: psycopg.Error) -> JSONResponse:
-        """PostgreSQL went away during a request: the store is briefly unavailable (503)."""
-        access: StoreAccess = request.app.state.store_access
-        return _unavailable(
-            StoreUnavailableError(f"the store at {access.where} cannot be read: {one_line(exc)}")
-        )
-
-    @app.exception_handler(sqlite3.OperationalError)
-    async def _locked(request: Request, exc: sqlite3.OperationalError) -> JSONResponse:
-        """A read locked out by another connection is the store being briefly busy (503); any
-        other SQLite error stays a server error."""
-        if not is_busy(exc):
-            raise exc
-        access: StoreAccess = request.app.state.store_access
-        return _unavailable(access.busy(exc))
 
 
 def _unavailable(exc: StoreUnavailableError) -> JSONResponse:

@@ -77,7 +77,7 @@ class TopicCache:
 
     def get(self, store: Store) -> TopicIndex:
         """The index of the store's current version. Call it inside
-        :func:`~routewatch.store.views.snapshot`, so that the version read and the index built
+        :meth:`~routewatch.store.Store.snapshot`, so that the version read and the index built
         are those of one version, and later reads in the snapshot agree with it."""
         return self._current(store).index
 

@@ -44,7 +44,6 @@ import os
 import queue
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -67,7 +66,7 @@ from emitter.scenarios import SCENARIOS, on_clusters
 from emitter.trace import TraceWriter
 from routewatch.cli import plain_text
 from routewatch.codec import encode
-from routewatch.store import StoreUnavailableError, open_store
+from routewatch.store import StoreError, open_store
 from routewatch.testing.processes import free_port, group_alive, start_routewatch, stop, wait_for
 
 ENDPOINTS = ("/alerts", "/topics")
@@ -211,7 +210,7 @@ def job_lag_s(db: Path) -> float | None:
             ).fetchone()
         finally:
             store.close()
-    except (StoreUnavailableError, sqlite3.Error):
+    except StoreError:
         return None  # not created or migrated yet
     return None if row is None else float(row[0]) / 1000
 

@@ -97,7 +97,6 @@ import heapq
 import math
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -126,7 +125,7 @@ from routewatch.cli import plain_text
 from routewatch.codec import encode, to_wire
 from routewatch.events import Event, RoutePull
 from routewatch.settings import load
-from routewatch.store import StoreUnavailableError, open_store
+from routewatch.store import StoreError, StoreUnavailableError, open_store
 from routewatch.testing.kafka import KafkaBroker, running_broker
 from routewatch.testing.parts import spark_kafka_jars
 from routewatch.testing.processes import (
@@ -610,7 +609,7 @@ def batch_rows(store_url: str, sql: str, args: Sequence[object] = ()) -> list[An
         return []
     try:
         return list(store.db.execute(sql, args).fetchall())
-    except sqlite3.Error:
+    except StoreError:
         return []
     finally:
         store.close()

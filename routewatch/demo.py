@@ -14,7 +14,6 @@ import contextlib
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from routewatch.cli import plain_text
 from routewatch.errors import RoutewatchError
 from routewatch.listen import check_can_listen
 from routewatch.settings import Settings, load
-from routewatch.store import StoreUnavailableError, open_store
+from routewatch.store import StoreError, open_store
 
 __all__ = ["register"]
 
@@ -298,7 +297,7 @@ def _watch(
                     states = {str(state): int(n) for state, n in rows}
                 finally:
                     store.close()
-            except (StoreUnavailableError, sqlite3.Error):
+            except StoreError:
                 pass  # not created or migrated yet, or busy: next second
         for line in changes.lines(entries):
             print(line, flush=True)

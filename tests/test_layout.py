@@ -86,3 +86,21 @@ def test_the_replayer_and_the_collector_share_the_sinks_and_not_each_other() -> 
     assert {k: v for k, v in offenders.items() if v} == {}
     sinks = {m for m in _imported_modules(REPO / "emitter" / "sinks" / "local.py")}
     assert not {m for m in sinks if m.startswith(("emitter.replay", "emitter.collect"))}
+
+
+DRIVERS = {"sqlite3", "psycopg", "psycopg_pool", "psycopg2"}
+
+
+def test_only_the_store_imports_a_database_driver() -> None:
+    """The store hides its drivers: routewatch.store's backends import them, and its callers see
+    its own errors (routewatch.store.errors); the API, the job and the emitter never import a
+    driver (docs/architecture.md)."""
+    store = REPO / "routewatch" / "store"
+    testing = REPO / "routewatch" / "testing"  # the test harness's own PostgreSQL server
+    offenders = {
+        str(path.relative_to(REPO)): sorted(_imported_roots(path) & DRIVERS)
+        for package in PACKAGES
+        for path in (REPO / package).rglob("*.py")
+        if store not in path.parents and testing not in path.parents
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}

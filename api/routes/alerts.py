@@ -21,7 +21,7 @@ from api.deps import (
 from api.models import AlertPublic, AlertsPublic
 from api.problems import ProblemError
 from routewatch.alerts import AlertKind, AlertState, Severity
-from routewatch.store.views import AlertFilter, alert, alerts, decode_cursor, set_ack
+from routewatch.store.views import AlertFilter, alert, alerts, decode_cursor
 
 # Each route names its dependencies, in the order they run. Acknowledging and silencing check
 # the token right after the query's names (refused first everywhere: a typo, a repeat) and
@@ -95,7 +95,7 @@ def _changed(access: StoreAccess, alert_id: str, **change: Any) -> AlertPublic:
     try:
         if alert(store, alert_id) is None:
             raise ProblemError(404, "No such alert", f"There is no alert with id {alert_id}.")
-        set_ack(store, alert_id, now_ms=int(time.time() * 1000), **change)
+        store.set_ack(alert_id, now_ms=int(time.time() * 1000), **change)
         found = alert(store, alert_id)
     finally:
         store.close()

@@ -32,8 +32,7 @@ def readyz(settings: SettingsDep, access: AccessDep) -> JSONResponse:
     try:
         store = access.open(timeout_s=2.0)
         try:
-            with access.reading():
-                jobs = store.jobs()
+            jobs = store.jobs()
         finally:
             store.close()
         checks["store"] = "ok"

@@ -28,7 +28,6 @@ from routewatch.store.views import (
     decode_topic_cursor,
     encode_topic_cursor,
     route_windows,
-    snapshot,
     stream_time,
     topic_items,
     topic_view,
@@ -50,7 +49,7 @@ def list_topics(
 ) -> Response:
     after = None if cursor is None else _position(cursor)
     make = partial(_page, store, cluster, coverage_below, after, limit)
-    with snapshot(store):
+    with store.snapshot():
         page = cache.page(store, (cluster, coverage_below, after, limit), make)
     # the page as rendered when it was made (a TopicsPublic): sent as it is
     return Response(page.body, media_type="application/json")
@@ -99,7 +98,7 @@ def get_topic(
     ] = None,
     window: Annotated[int, Query(ge=1, le=86_400, description="window, seconds")] = 30,
 ) -> TopicDetail:
-    with snapshot(store):
+    with store.snapshot():
         current = topic_view(store, cluster, topic)
     if until is None:
         now = stream_time(store, cluster)

@@ -63,7 +63,7 @@ async def alert_stream(
         connection; None when the store became unavailable, which ends the stream (the client
         reconnects)."""
         try:
-            with access.borrowed(timeout_s=2.0) as store, access.reading():
+            with access.borrowed(timeout_s=2.0) as store:
                 return store.alert_log(after=after_seq, limit=500)
         except StoreUnavailableError as exc:
             log.warning("alert stream ended: %s", exc)

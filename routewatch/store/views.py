@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import base64
 import bisect
-import contextlib
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -35,8 +34,6 @@ __all__ = [
     "newest_times",
     "open_alert_counts",
     "route_windows",
-    "set_ack",
-    "snapshot",
     "store_version",
     "stream_time",
     "topic_index",
@@ -271,20 +268,6 @@ def store_version(store: Store) -> StoreVersion:
     return (tuple(last or ()), *(tuple(clock) for clock in clocks))
 
 
-@contextlib.contextmanager
-def snapshot(store: Store) -> Iterator[None]:
-    """The reads inside see one version of the store (one read-only transaction): a batch the
-    job commits meanwhile shows in all of them or in none."""
-    store.db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if store.postgres else "BEGIN")
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(*store.unavailable):  # must not hide the error that led here
-            store.db.execute("ROLLBACK")
-        raise
-    store.db.execute("COMMIT")
-
-
 def cluster_brokers(store: Store, cluster: str | None = None) -> ClusterBrokers:
     """Expected brokers and broker names per cluster (of one cluster, if given). A broker is
     live if any NameServer has it live, as in :func:`broker_views`."""
@@ -484,27 +467,6 @@ def route_windows(
             }
         )
     return windows
-
-
-def set_ack(
-    store: Store,
-    alert_id: str,
-    *,
-    acked_by: str | None = None,
-    silenced_until: int | None = None,
-    now_ms: int,
-) -> None:
-    """Record an acknowledgement or a silence (the API's own table; the job never writes it)."""
-    with store.transaction() as db:
-        db.execute(
-            "INSERT INTO alert_acks (alert_id, acked_at, acked_by, silenced_until, updated_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (alert_id) DO UPDATE SET "
-            "acked_at = COALESCE(excluded.acked_at, alert_acks.acked_at), "
-            "acked_by = COALESCE(excluded.acked_by, alert_acks.acked_by), "
-            "silenced_until = COALESCE(excluded.silenced_until, alert_acks.silenced_until), "
-            "updated_at = excluded.updated_at",
-            (alert_id, now_ms if acked_by is not None else None, acked_by, silenced_until, now_ms),
-        )
 
 
 # -- the metrics collector's and the API's small queries ------------------------------------------

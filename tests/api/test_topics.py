@@ -20,7 +20,7 @@ from api.topic_cache import MAX_PAGE_TOPICS, PageKey, RenderedPage, TopicCache
 from emitter.scenarios import on_clusters
 from routewatch.settings import load
 from routewatch.store import Store
-from routewatch.store.views import TopicIndex, snapshot
+from routewatch.store.views import TopicIndex
 from streaming.settings import StreamingSettings
 from tests.support.stores import EngineJob
 from tests.support.traces import write_trace
@@ -209,7 +209,7 @@ def test_pages_are_kept_per_version_up_to_a_bound_on_their_topics(store_dir: Pat
 
         store = Store(f"sqlite:///{store_dir / 'routewatch.db'}", readonly=True)
         try:
-            with snapshot(store):
+            with store.snapshot():
                 return cache.page(store, key, make)
         finally:
             store.close()

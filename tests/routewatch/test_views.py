@@ -26,7 +26,6 @@ from routewatch.store.views import (
     decode_topic_cursor,
     encode_topic_cursor,
     route_windows,
-    snapshot,
     store_version,
     topic_index,
     topic_items,
@@ -117,7 +116,7 @@ def fleet(store: Store) -> Store:
 
 
 def _index(store: Store) -> TopicIndex:
-    with snapshot(store):
+    with store.snapshot():
         return topic_index(store, store_version(store))
 
 
@@ -248,7 +247,7 @@ def test_the_store_version_changes_with_every_batch_and_only_then(fleet: Store) 
 def test_a_snapshot_does_not_see_a_batch_committed_meanwhile(fleet: Store, store_url: str) -> None:
     reader = Store(store_url, readonly=True)
     try:
-        with snapshot(reader):
+        with reader.snapshot():
             seen = store_version(reader)
             fleet.write_batch("j", 1, [_route(60, "b", topic="Half"), _clock("C", 60)])
             assert store_version(reader) == seen

@@ -18,7 +18,7 @@ WALL_CLOCK = {"detected_at", "written_at", "updated_at", "input_at", "arrived_at
 
 def _rows(store: Store, table: str, order: str | None = None) -> list[tuple[Any, ...]]:
     cursor = store.db.execute(f"SELECT * FROM {table}" + (f" ORDER BY {order}" if order else ""))
-    names = [d[0] for d in cursor.description]
+    names = cursor.columns
     keep = [i for i, n in enumerate(names) if n not in WALL_CLOCK]
     rows = [tuple(row[i] for i in keep) for row in cursor.fetchall()]
     return rows if order else sorted(rows, key=repr)

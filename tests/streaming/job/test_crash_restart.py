@@ -17,7 +17,6 @@ import functools
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ from emitter.scenarios import on_clusters
 from routewatch.codec import encode
 from routewatch.events import Event
 from routewatch.settings import load
-from routewatch.store import StoreUnavailableError, open_store
+from routewatch.store import StoreError, StoreUnavailableError, open_store
 from routewatch.testing.kafka import KafkaBroker
 from routewatch.testing.parts import spark_kafka_jars
 from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
@@ -106,7 +105,7 @@ def _stored(store_file: Path, job: str, batch: int) -> bool:
         return False
     try:
         return any(b["batch_id"] == batch for b in batches(store, job))
-    except sqlite3.Error:
+    except StoreError:
         return False  # not migrated yet
     finally:
         store.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import routewatch.cli
 from emitter.scenarios import on_clusters
 from routewatch.events import Event
 from routewatch.settings import load
-from routewatch.store import StoreUnavailableError, open_store
+from routewatch.store import StoreError, StoreUnavailableError, open_store
 from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
 from streaming.job.evaluate import evaluate_traces
 from streaming.job.stream import STOP_DEADLINE_S
@@ -107,7 +106,7 @@ def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
                 return False
             try:
                 return _identity(store.alerts()) == expected
-            except sqlite3.Error:
+            except StoreError:
                 return False  # the job has created the file, not yet its tables
             finally:
                 store.close()
