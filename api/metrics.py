@@ -84,11 +84,10 @@ class StoreCollector(Collector):
             labels=["cluster", "topic", "namesrv"],
         )
         for t in topics:
-            coverage.add_metric([t["cluster"], t["topic"]], t["coverage"])
-            for ns, queues in t["namesrvs"].items():
-                brokers.add_metric(
-                    [t["cluster"], t["topic"], ns], len({q["broker"] for q in queues})
-                )
+            assert t.coverage is not None  # the worst-covered topics have a coverage
+            coverage.add_metric([t.cluster, t.topic], t.coverage)
+            for ns, queues in t.namesrvs.items():
+                brokers.add_metric([t.cluster, t.topic, ns], len({q.broker for q in queues}))
         yield coverage
         yield brokers
 
@@ -98,8 +97,8 @@ class StoreCollector(Collector):
             labels=["cluster", "broker", "namesrv"],
         )
         for b in broker_views(store):
-            for ns in b["namesrvs"]:
-                up.add_metric([b["cluster"], b["broker"], ns["namesrv"]], 1 if ns["live"] else 0)
+            for liveness in b.namesrvs:
+                up.add_metric([b.cluster, b.broker, liveness.namesrv], 1 if liveness.live else 0)
         yield up
 
         open_alerts = GaugeMetricFamily(

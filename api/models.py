@@ -1,11 +1,15 @@
-"""Typed response models of the API."""
+"""Typed response models of the API. Each record the store's views return is typed once, in the
+core (:class:`~routewatch.alerts.StoredAlert`, :mod:`routewatch.store.records`); the models here
+derive from those records, as FastAPI's template derives ``ItemPublic`` from ``ItemBase``, and add
+only what the API wraps them in (pages, counts, cursors)."""
 
 from __future__ import annotations
 
 import pydantic
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from routewatch.alerts import StoredAlert
+from routewatch.store.records import BrokerView, RouteWindow, TopicView
 
 __all__ = [
     "AlertPublic",
@@ -14,6 +18,8 @@ __all__ = [
     "BrokersPublic",
     "Health",
     "QuarantinePublic",
+    "RouteWindow",
+    "TopicDetail",
     "TopicPublic",
     "TopicsPublic",
 ]
@@ -34,23 +40,8 @@ class AlertsPublic(BaseModel):
     next: str | None
 
 
-class NamesrvLiveness(BaseModel):
-    namesrv: str
-    live: bool
-    last_heartbeat: int
-    unregistered: bool
-
-
-class BrokerPublic(BaseModel):
-    cluster: str
-    broker: str
-    broker_id: int
-    addr: str
-    live: bool
-    last_heartbeat: int
-    auto_create_topic_enable: bool | None
-    tbw102: str
-    namesrvs: list[NamesrvLiveness]
+class BrokerPublic(BrokerView):
+    model_config = ConfigDict(from_attributes=True)  # made from the store's BrokerView
 
 
 class BrokersPublic(BaseModel):
@@ -58,37 +49,14 @@ class BrokersPublic(BaseModel):
     count: int
 
 
-class QueueView(BaseModel):
-    broker: str
-    broker_id: int
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-
-
-class TopicPublic(BaseModel):
-    cluster: str
-    topic: str
-    brokers: list[str]
-    expected_brokers: list[str]
-    coverage: float | None
-    namesrvs: dict[str, list[QueueView]]
-    auto_created: bool
-    auto_created_at: int | None
-    system: bool
+class TopicPublic(TopicView):
+    model_config = ConfigDict(from_attributes=True)  # made from the store's TopicView
 
 
 class TopicsPublic(BaseModel):
     data: list[TopicPublic]
     count: int
     next: str | None
-
-
-class RouteWindow(BaseModel):
-    start: int
-    end: int
-    namesrvs: dict[str, list[str]]
-    brokers: list[str]
 
 
 class TopicDetail(BaseModel):

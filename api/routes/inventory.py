@@ -13,7 +13,6 @@ from api.models import (
     BrokerPublic,
     BrokersPublic,
     QuarantinePublic,
-    RouteWindow,
     TopicDetail,
     TopicPublic,
     TopicsPublic,
@@ -67,7 +66,8 @@ def _page(
     page = index.page(cluster=cluster, coverage_below=coverage_below, after=after, limit=limit)
     items = topic_items(store, index.brokers, page.topics)
     following = encode_topic_cursor(page.topics[-1].sort_key) if page.more else None
-    return TopicsPublic(data=[TopicPublic(**i) for i in items], count=page.total, next=following)
+    data = [TopicPublic.model_validate(item) for item in items]
+    return TopicsPublic(data=data, count=page.total, next=following)
 
 
 def _position(cursor: str) -> SortKey:
@@ -112,22 +112,22 @@ def get_topic(
             f"The range must be non-empty and at most {MAX_WINDOWS} windows of {window} s.",
         )
     windows = route_windows(store, cluster, topic, since, until, window_ms)
-    if current is None and not any(w["brokers"] for w in windows):
+    if current is None and not any(w.brokers for w in windows):
         raise ProblemError(
             404, "No such topic", f"Topic {topic} has no route in cluster {cluster}."
         )
     return TopicDetail(
         cluster=cluster,
         topic=topic,
-        current=None if current is None else TopicPublic(**current),
-        windows=[RouteWindow(**w) for w in windows],
+        current=None if current is None else TopicPublic.model_validate(current),
+        windows=windows,
     )
 
 
 @router.get("/brokers", response_model=BrokersPublic, summary="Brokers and their liveness")
 def list_brokers(store: StoreDep) -> BrokersPublic:
     views = broker_views(store)
-    return BrokersPublic(data=[BrokerPublic(**v) for v in views], count=len(views))
+    return BrokersPublic(data=[BrokerPublic.model_validate(v) for v in views], count=len(views))
 
 
 @router.get("/quarantine", response_model=QuarantinePublic, summary="Recent bad and late input")

@@ -1,4 +1,6 @@
-"""Read-only views over the store, shaped for the API and the metrics collector."""
+"""Read-only views over the store, shaped for the API and the metrics collector: alerts,
+brokers and topics (records of :mod:`routewatch.store.records`), and the small queries of the
+metrics and of ``/readyz``."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from routewatch.rocketmq import is_system_topic
+from routewatch.store.records import BrokerView, NamesrvLiveness, QueueView, RouteWindow, TopicView
 from routewatch.store.store import Store, alert_row
 
 __all__ = [
@@ -135,44 +138,42 @@ def alert(store: Store, alert_id: str) -> dict[str, Any] | None:
     return None if row is None else alert_row(row)
 
 
-def broker_views(store: Store) -> list[dict[str, Any]]:
+def broker_views(store: Store) -> list[BrokerView]:
     """One entry per broker (cluster, name, id): liveness and last heartbeat per NameServer."""
-    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    registrations: dict[tuple[str, str, int], list[Any]] = {}
     for r in store.brokers():
-        key = (r["cluster"], r["broker"], r["broker_id"])
-        view = out.setdefault(
-            key,
-            {
-                "cluster": r["cluster"],
-                "broker": r["broker"],
-                "broker_id": r["broker_id"],
-                "addr": r["addr"],
-                "live": False,
-                "last_heartbeat": r["last_heartbeat"],
-                "auto_create_topic_enable": None,
-                "tbw102": r["template"],
-                "namesrvs": [],
-            },
-        )
-        view["namesrvs"].append(
-            {
-                "namesrv": r["namesrv"],
-                "live": bool(r["live"]),
-                "last_heartbeat": r["last_heartbeat"],
-                "unregistered": bool(r["shutdown"]),
-            }
-        )
-        if r["last_heartbeat"] >= view["last_heartbeat"]:
-            view.update(
+        registrations.setdefault((r["cluster"], r["broker"], r["broker_id"]), []).append(r)
+    return [_broker(rows) for rows in registrations.values()]
+
+
+def _broker(rows: list[Any]) -> BrokerView:
+    """A broker from its registrations (rows of ``brokers``, by NameServer): its address,
+    template and auto-create setting are those of the newest heartbeat (the last such row)."""
+    newest = rows[0]
+    for r in rows[1:]:
+        if r["last_heartbeat"] >= newest["last_heartbeat"]:
+            newest = r
+    return BrokerView(
+        cluster=newest["cluster"],
+        broker=newest["broker"],
+        broker_id=newest["broker_id"],
+        addr=newest["addr"],
+        live=any(r["live"] for r in rows),
+        last_heartbeat=newest["last_heartbeat"],
+        auto_create_topic_enable=None
+        if newest["auto_create"] is None
+        else bool(newest["auto_create"]),
+        tbw102=newest["template"],
+        namesrvs=[
+            NamesrvLiveness(
+                namesrv=r["namesrv"],
+                live=bool(r["live"]),
                 last_heartbeat=r["last_heartbeat"],
-                addr=r["addr"],
-                tbw102=r["template"],
-                auto_create_topic_enable=None
-                if r["auto_create"] is None
-                else bool(r["auto_create"]),
+                unregistered=bool(r["shutdown"]),
             )
-        view["live"] = view["live"] or bool(r["live"])
-    return list(out.values())
+            for r in rows
+        ],
+    )
 
 
 # -- topics ------------------------------------------------------------------------------------
@@ -375,7 +376,7 @@ _ROUTES = (
 )
 _TOPICS_PER_QUERY = 500  # bound parameters per query (SQLite's limit was 999 before 3.32)
 
-Routes = dict[str, list[dict[str, Any]]]  # per NameServer, its route entries
+Routes = dict[str, list[QueueView]]  # per NameServer, its route entries
 
 
 def topic_routes(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Routes]:
@@ -396,20 +397,20 @@ def topic_routes(store: Store, keys: Iterable[tuple[str, str]]) -> dict[tuple[st
     for r in rows:
         per_ns = out.setdefault((r["cluster"], r["topic"]), {})
         per_ns.setdefault(r["namesrv"], []).append(
-            {
-                "broker": r["broker"],
-                "broker_id": r["broker_id"],
-                "read_queue_nums": r["read_queue_nums"],
-                "write_queue_nums": r["write_queue_nums"],
-                "perm": r["perm"],
-            }
+            QueueView(
+                broker=r["broker"],
+                broker_id=r["broker_id"],
+                read_queue_nums=r["read_queue_nums"],
+                write_queue_nums=r["write_queue_nums"],
+                perm=r["perm"],
+            )
         )
     return out
 
 
 def topic_items(
     store: Store, brokers: ClusterBrokers, topics: Sequence[TopicSummary]
-) -> list[dict[str, Any]]:
+) -> list[TopicView]:
     """The topics as ``GET /topics`` lists them, with their routes per NameServer: brokers
     holding the topic, expected brokers, coverage, auto-creation, system topic or not."""
     routes = topic_routes(store, [(t.cluster, t.topic) for t in topics])
@@ -419,21 +420,21 @@ def topic_items(
     ]
 
 
-def _item(summary: TopicSummary, routes: Routes, expected: list[str]) -> dict[str, Any]:
-    return {
-        "cluster": summary.cluster,
-        "topic": summary.topic,
-        "brokers": sorted({entry["broker"] for entries in routes.values() for entry in entries}),
-        "expected_brokers": list(expected),
-        "coverage": summary.coverage,
-        "namesrvs": routes,
-        "auto_created": summary.auto_created,
-        "auto_created_at": summary.auto_created_at,
-        "system": summary.system,
-    }
+def _item(summary: TopicSummary, routes: Routes, expected: list[str]) -> TopicView:
+    return TopicView(
+        cluster=summary.cluster,
+        topic=summary.topic,
+        brokers=sorted({entry.broker for entries in routes.values() for entry in entries}),
+        expected_brokers=list(expected),
+        coverage=summary.coverage,
+        namesrvs=routes,
+        auto_created=summary.auto_created,
+        auto_created_at=summary.auto_created_at,
+        system=summary.system,
+    )
 
 
-def topic_view(store: Store, cluster: str, topic: str) -> dict[str, Any] | None:
+def topic_view(store: Store, cluster: str, topic: str) -> TopicView | None:
     """One topic as ``GET /topics`` lists it, from that topic's rows only; None when it never
     had a route and was not auto-created."""
     brokers = cluster_brokers(store, cluster)
@@ -443,7 +444,7 @@ def topic_view(store: Store, cluster: str, topic: str) -> dict[str, Any] | None:
 
 def route_windows(
     store: Store, cluster: str, topic: str, since: int, until: int, window_ms: int
-) -> list[dict[str, Any]]:
+) -> list[RouteWindow]:
     """The topic's route per window ``[start, start + window)`` from ``since`` to ``until``:
     per NameServer, the brokers whose route interval overlaps the window."""
     rows = store.db.execute(
@@ -459,12 +460,12 @@ def route_windows(
             if r["valid_from"] < end and (r["valid_to"] is None or r["valid_to"] > start):
                 per_ns.setdefault(r["namesrv"], set()).add(r["broker"])
         windows.append(
-            {
-                "start": start,
-                "end": end,
-                "namesrvs": {ns: sorted(b) for ns, b in sorted(per_ns.items())},
-                "brokers": sorted(set().union(*per_ns.values())) if per_ns else [],
-            }
+            RouteWindow(
+                start=start,
+                end=end,
+                namesrvs={ns: sorted(b) for ns, b in sorted(per_ns.items())},
+                brokers=sorted(set().union(*per_ns.values())) if per_ns else [],
+            )
         )
     return windows
 

@@ -9,8 +9,10 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
 from api import ApiSettings, create_app
+from api.models import BrokerPublic, TopicDetail, TopicPublic
 from routewatch.settings import load
 from routewatch.store import open_store
+from routewatch.store.records import BrokerView, RouteWindow, TopicView
 from tests.support.grafana import documented_metrics
 
 
@@ -35,6 +37,15 @@ def test_brokers_show_liveness_per_namesrv(client: TestClient) -> None:
     assert [n["live"] for n in brokers["broker-c"]["namesrvs"]] == [False, False]
     assert brokers["broker-a"]["auto_create_topic_enable"] is True
     assert brokers["broker-a"]["tbw102"] == "usable"
+
+
+def test_the_broker_and_topic_models_are_the_stores_records() -> None:
+    """A field shown in /brokers or /topics is typed once, in routewatch.store.records: the
+    response models derive from the records and add no field."""
+    for public, record in ((BrokerPublic, BrokerView), (TopicPublic, TopicView)):
+        assert issubclass(public, record)
+        assert public.model_fields.keys() == record.model_fields.keys()
+    assert TopicDetail.model_fields["windows"].annotation == list[RouteWindow]
 
 
 def test_quarantine_lists_bad_input_with_reasons_and_counts(client: TestClient) -> None:

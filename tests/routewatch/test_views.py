@@ -143,9 +143,9 @@ def test_items_have_the_routes_per_namesrv_of_the_topics_asked_for(fleet: Store)
 
     (item,) = topic_items(fleet, index.brokers, [half])
 
-    assert item["brokers"] == ["a", "c"]
-    assert item["expected_brokers"] == ["a", "b"]
-    assert item["namesrvs"] == {
+    assert item.brokers == ["a", "c"]
+    assert item.expected_brokers == ["a", "b"]
+    assert item.model_dump()["namesrvs"] == {
         "ns1": [
             {"broker": "a", "broker_id": 0, "read_queue_nums": 4, "write_queue_nums": 4, "perm": 6},
             {"broker": "a", "broker_id": 1, "read_queue_nums": 4, "write_queue_nums": 4, "perm": 6},
@@ -164,7 +164,7 @@ def test_one_topic_read_alone_is_the_same_as_listed(fleet: Store) -> None:
     index = _index(fleet)
     listed = topic_items(fleet, index.brokers, index.topics)
 
-    alone = [topic_view(fleet, item["cluster"], item["topic"]) for item in listed]
+    alone = [topic_view(fleet, item.cluster, item.topic) for item in listed]
 
     assert alone == listed
     assert topic_view(fleet, "C", "Nope") is None
@@ -186,7 +186,7 @@ def test_a_topic_that_lost_every_route_is_listed_with_coverage_zero(store: Store
     view = topic_view(store, "C", "T")
 
     assert view is not None
-    assert (view["topic"], view["coverage"], view["brokers"]) == ("T", 0.0, [])
+    assert (view.topic, view.coverage, view.brokers) == ("T", 0.0, [])
 
 
 def test_pages_follow_the_order_and_the_filters(fleet: Store) -> None:
@@ -266,7 +266,7 @@ def test_route_windows_list_the_brokers_whose_interval_overlaps_each_window(
 
     windows = route_windows(store, "C", "T", 0, 60, 20)
 
-    assert [(w["start"], w["end"], w["brokers"]) for w in windows] == [
+    assert [(w.start, w.end, w.brokers) for w in windows] == [
         (0, 20, ["a"]),
         (20, 40, ["a", "b"]),
         (40, 60, ["b"]),
