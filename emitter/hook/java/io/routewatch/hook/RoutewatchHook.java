@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -14,12 +15,6 @@ import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader;
-import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeaderV2;
-import org.apache.rocketmq.common.protocol.header.namesrv.GetRouteInfoRequestHeader;
-import org.apache.rocketmq.common.protocol.route.BrokerData;
-import org.apache.rocketmq.common.protocol.route.QueueData;
-import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.apache.rocketmq.remoting.CommandCustomHeader;
 import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.remoting.exception.RemotingConnectException;
@@ -44,6 +39,7 @@ public final class RoutewatchHook implements RPCHook {
     static final int SEND_MESSAGE_V2 = 310;
     static final int SEND_BATCH_MESSAGE = 320;
     static final int TOPIC_NOT_EXIST = 17;
+    static final String TBW102 = "TBW102";
     static final int MAX_PENDING = 4096;
 
     private final RoutewatchConfig config;
@@ -59,6 +55,16 @@ public final class RoutewatchHook implements RPCHook {
                 return size() > MAX_PENDING;  // requests never answered (timeouts, async)
             }
         });
+    // Asynchronous sends whose response the hook itself saw (5.x calls hooks after asynchronous
+    // responses, 4.9 does not): the broker's message id of each delivered, "topic refused by
+    // address" of each refused; their callbacks then emit nothing.
+    private final Set<String> seenAsync = Collections.newSetFromMap(Collections.synchronizedMap(
+        new LinkedHashMap<String, Boolean>(64, 0.75f, false) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+                return size() > MAX_PENDING;
+            }
+        }));
     private final AtomicLong unrepresentable = new AtomicLong();
     private final AtomicLong internalErrors = new AtomicLong();
     private volatile DefaultMQProducer producer;
@@ -126,6 +132,7 @@ public final class RoutewatchHook implements RPCHook {
         final Integer defaultTopicQueueNums;
         final Integer queueId;
         int opaque;
+        boolean outsideSend;         // sent with no send of the wrapper's on the thread (async)
         volatile boolean answered;
 
         Request(boolean pull, String topic, boolean viaDefault, String addr, String group,
@@ -155,17 +162,19 @@ public final class RoutewatchHook implements RPCHook {
         int code = request.getCode();
         if (code == GET_ROUTEINFO_BY_TOPIC) {
             CommandCustomHeader header = request.readCustomHeader();
-            String topic = header instanceof GetRouteInfoRequestHeader
-                ? ((GetRouteInfoRequestHeader) header).getTopic()
+            String topic = "GetRouteInfoRequestHeader".equals(Wire.kind(header))
+                ? Wire.string(header, "getTopic")
                 : ext(request, "topic");
             if (topic == null) {
                 return;
             }
             SendContext send = context.get();
-            String key = createTopicKey();
-            boolean viaDefault = send != null && topic.equals(key) && !send.topic.equals(key);
-            // Inside a send, a pull of the template topic is the client's fallback for the topic
-            // it sends to (DefaultMQProducerImpl.tryToFindTopicPublishInfo).
+            boolean viaDefault = send != null && !topic.equals(send.topic)
+                && (topic.equals(createTopicKey()) || topic.equals(TBW102));
+            // Inside a send, a pull of another topic is the client's fallback for the topic it
+            // sends to (DefaultMQProducerImpl.tryToFindTopicPublishInfo): of its createTopicKey
+            // on 4.x, of TBW102 whatever the key from 5.1.1 (MQClientAPIImpl
+            // .getDefaultTopicRouteInfoFromNameServer, apache/rocketmq#6452).
             track(request, send, new Request(true, viaDefault ? send.topic : topic, viaDefault, null,
                 null, null, null, null));
         } else if (code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE) {
@@ -174,13 +183,15 @@ public final class RoutewatchHook implements RPCHook {
             }
             CommandCustomHeader header = request.readCustomHeader();
             Request send;
-            if (header instanceof SendMessageRequestHeaderV2) {
-                SendMessageRequestHeaderV2 h = (SendMessageRequestHeaderV2) header;
-                send = new Request(false, h.getB(), false, addr, h.getA(), h.getC(), h.getD(), h.getE());
-            } else if (header instanceof SendMessageRequestHeader) {
-                SendMessageRequestHeader h = (SendMessageRequestHeader) header;
-                send = new Request(false, h.getTopic(), false, addr, h.getProducerGroup(), h.getDefaultTopic(),
-                    h.getDefaultTopicQueueNums(), h.getQueueId());
+            String kind = Wire.kind(header);
+            if (kind.equals("SendMessageRequestHeaderV2")) {  // its fields are one letter long
+                send = new Request(false, Wire.string(header, "getB"), false, addr,
+                    Wire.string(header, "getA"), Wire.string(header, "getC"),
+                    Wire.integer(header, "getD"), Wire.integer(header, "getE"));
+            } else if (kind.equals("SendMessageRequestHeader")) {
+                send = new Request(false, Wire.string(header, "getTopic"), false, addr,
+                    Wire.string(header, "getProducerGroup"), Wire.string(header, "getDefaultTopic"),
+                    Wire.integer(header, "getDefaultTopicQueueNums"), Wire.integer(header, "getQueueId"));
             } else {
                 return;
             }
@@ -190,6 +201,7 @@ public final class RoutewatchHook implements RPCHook {
 
     private void track(RemotingCommand request, SendContext send, Request r) {
         r.opaque = request.getOpaque();
+        r.outsideSend = send == null;
         pending.put(r.opaque, r);
         if (send != null) {
             send.requests.add(r);
@@ -211,10 +223,10 @@ public final class RoutewatchHook implements RPCHook {
 
     private void pulled(Request r, String namesrv, RemotingCommand response) {
         String result;
-        List<QueueData> queues = Collections.emptyList();
+        List<Wire.Queues> queues = Collections.emptyList();
         if (response.getCode() == 0) {
-            TopicRouteData route = TopicRouteData.decode(response.getBody(), TopicRouteData.class);
-            for (BrokerData broker : route.getBrokerDatas()) {
+            Wire.Route route = Wire.route(response.getBody());
+            for (Wire.Broker broker : route.getBrokerDatas()) {
                 for (String brokerAddr : broker.getBrokerAddrs().values()) {
                     brokerByAddr.put(brokerAddr, broker.getBrokerName());
                 }
@@ -231,7 +243,7 @@ public final class RoutewatchHook implements RPCHook {
         StringBuilder e = routePull(r.topic, namesrv, result);
         e.append(",\"queues\":[");
         for (int i = 0; i < queues.size(); i++) {
-            QueueData q = queues.get(i);
+            Wire.Queues q = queues.get(i);
             // The client's fallback route takes min(its defaultTopicQueueNums, the template's read
             // queues) for both counts (MQClientInstance.updateTopicRouteInfoFromNameServer).
             int read = r.viaDefault ? Math.min(clientDefault, q.getReadQueueNums()) : q.getReadQueueNums();
@@ -265,6 +277,18 @@ public final class RoutewatchHook implements RPCHook {
         }
         emit(send(r.topic, r.group, broker(r.addr != null ? r.addr : addr), queueId, r.defaultTopic,
             r.defaultTopicQueueNums, status));
+        if (r.outsideSend) {
+            // An asynchronous send's callback will tell of it too, where the client calls hooks
+            // after asynchronous responses (5.x); remember it so the callback stays silent.
+            String id = response.getCode() == 0 ? ext(response, "msgId") : refusal(r.topic, r.addr);
+            if (id != null) {
+                seenAsync.add(id);
+            }
+        }
+    }
+
+    private static String refusal(String topic, String brokerAddr) {
+        return topic + " refused by " + brokerAddr;
     }
 
     static String sendStatus(int code) {
@@ -322,6 +346,9 @@ public final class RoutewatchHook implements RPCHook {
     void completedAsync(String topic, SendResult result, Throwable failure) {
         try {
             if (failure == null) {
+                if (result.getOffsetMsgId() != null && seenAsync.remove(result.getOffsetMsgId())) {
+                    return;  // the hook saw the response (5.x)
+                }
                 MessageQueue queue = result.getMessageQueue();
                 emit(send(topic, group(), queue == null ? null : queue.getBrokerName(),
                     queue == null ? null : queue.getQueueId(), createTopicKey(), defaultTopicQueueNums(),
@@ -330,7 +357,10 @@ public final class RoutewatchHook implements RPCHook {
             }
             for (Throwable t = failure; t != null; t = t.getCause()) {
                 if (t instanceof MQBrokerException && ((MQBrokerException) t).getResponseCode() == TOPIC_NOT_EXIST) {
-                    // The last refusal only: the attempts before it are not seen.
+                    if (seenAsync.remove(refusal(topic, ((MQBrokerException) t).getBrokerAddr()))) {
+                        return;  // the hook saw every refusal (5.x)
+                    }
+                    // The last refusal only (4.9): the attempts before it are not seen.
                     emit(send(topic, group(), broker(((MQBrokerException) t).getBrokerAddr()), null,
                         createTopicKey(), defaultTopicQueueNums(), "TOPIC_NOT_EXIST"));
                     return;
@@ -381,11 +411,17 @@ public final class RoutewatchHook implements RPCHook {
         return addresses == null || addresses.isEmpty();
     }
 
-    /** "connect to null failed": a request for a NameServer that found no channel to one. */
+    /**
+     * "connect to null failed" (4.9), "connect to  failed" (5.x): a request for a NameServer that
+     * found no address to connect to.
+     */
     private boolean connectToNull(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause()) {
-            if (t instanceof RemotingConnectException && String.valueOf(t.getMessage()).contains("connect to null")) {
-                return true;
+            if (t instanceof RemotingConnectException) {
+                String message = String.valueOf(t.getMessage());
+                if (message.equals("connect to null failed") || message.equals("connect to  failed")) {
+                    return true;
+                }
             }
         }
         return false;
