@@ -63,6 +63,29 @@ def kafka_env(kafka_broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch) -> Kaf
     return kafka_broker
 
 
+# -- markers: what a test starts, and the fast suite ---------------------------------------------
+
+# A fixture that starts a part, and the part's marker (RocketMQ tests are marked where their
+# clusters are made).
+PART_FIXTURES = {"spark": "spark", "kafka_broker": "kafka"}
+# What puts a test outside the fast suite (``pytest -m "not slow"``, minutes on two cores).
+SLOW_PARTS = ("spark", "kafka", "rocketmq")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that starts Spark or Kafka carries that part's marker, whether or not its
+    module says so; and every test of Spark, Kafka or RocketMQ is also ``slow``, so that the
+    suite without the ``slow`` marker is the fast one."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        for fixture, marker in PART_FIXTURES.items():
+            if fixture in names and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+        slow = any(item.get_closest_marker(part) for part in SLOW_PARTS)
+        if slow and item.get_closest_marker("slow") is None:
+            item.add_marker("slow")
+
+
 # -- in CI, a skipped test of a real part is a failure --------------------------------------------
 
 REAL_PARTS = ("kafka", "rocketmq")

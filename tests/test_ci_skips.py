@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a pytest run per case: not in the fast suite
+
 REPO = Path(__file__).resolve().parents[1]
 KAFKA_TEST = "tests/test_kafka_broker.py::test_the_broker_listens_on_loopback_only"
 ROCKETMQ_TEST = "tests/test_rocketmq_routes.py::test_the_cluster_listens_on_loopback_only"

@@ -12,8 +12,12 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
 from emitter.hook.build import JAR, M2, POM, SOURCES, build
 from routewatch.testing.parts import versions
+
+pytestmark = pytest.mark.slow  # real Maven builds: not in the fast suite
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 REPO = Path(__file__).resolve().parents[3]
