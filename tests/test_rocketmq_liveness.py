@@ -19,13 +19,18 @@ What the real system did:
    registration went to both NameServers at once, so both dropped it together. Routes then
    name the brokers left. The event contract has no event for a
    broker dropped because its connection closed: a monitor that reads registrations sees the
-   killed broker as merely silent until 120 s have passed.
+   killed broker as merely silent until 120 s have passed. ``routewatch collect`` watches ns1
+   while the broker is frozen and keeps nothing alive: ns1 drops it when ns2 does, on both
+   lines (a 5.x NameServer would renew it on a data-version question, which the collector
+   never asks one).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
+import subprocess
 import time
 import uuid
 from datetime import datetime
@@ -34,8 +39,8 @@ from pathlib import Path
 import pytest
 
 from routewatch.remoting import QueueData
-from routewatch.testing.processes import wait_for
-from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from routewatch.testing.processes import start_routewatch, stop, wait_for
+from routewatch.testing.rocketmq import Broker, BrokerSpec, ClusterSpec, RocketMQCluster
 from tests.support.model_twin import model_routes, model_world
 from tests.support.rocketmq import EVERY_MAJOR, module_cluster
 
@@ -115,21 +120,12 @@ def _rocketmq_log(cluster: RocketMQCluster, process: str, name: str) -> Path:
     return proc.dir / "logs" / "rocketmqlogs" / name
 
 
-def test_a_killed_broker_leaves_at_once_and_a_frozen_one_after_its_silence(
-    cluster: RocketMQCluster,
-) -> None:
-    """Experiment 9."""
-    killed, frozen = cluster.broker("broker-b"), cluster.broker("broker-d")
-    killed.kill()
-    killed_at = time.monotonic()
-    for ns in ("ns1", "ns2"):
-        wait_for(functools.partial(_unlisted, cluster, ns, "broker-b"), 10, f"{ns} dropping it")
-    assert time.monotonic() - killed_at < 10
-    assert _routes(cluster) == {
-        "ns1": _queues(("broker-a", "broker-c", "broker-d")),
-        "ns2": _queues(("broker-a", "broker-d")),
-    }
-
+def _freeze_until_dropped(
+    cluster: RocketMQCluster, frozen: Broker, collector: subprocess.Popen[bytes], log: Path
+) -> tuple[dict[str, float], dict[str, datetime]]:
+    """Freeze ``frozen`` (SIGSTOP) and wait for both NameServers to drop it, the collector
+    running all along; then stop the broker. When each dropped it (s after the freeze), and its
+    last registration with each NameServer (its log's time)."""
     frozen.freeze()
     frozen_at = time.monotonic()
     # Its last registration with each NameServer, as it logged it (to the second).
@@ -140,6 +136,7 @@ def test_a_killed_broker_leaves_at_once_and_a_frozen_one_after_its_silence(
     dropped: dict[str, float] = {}
 
     def both_dropped() -> bool:
+        assert collector.poll() is None, log.read_text()[-2000:]
         for ns in ("ns1", "ns2"):
             if ns not in dropped and "broker-d" not in _listed(cluster, ns):
                 dropped[ns] = time.monotonic() - frozen_at
@@ -155,6 +152,46 @@ def test_a_killed_broker_leaves_at_once_and_a_frozen_one_after_its_silence(
     finally:
         frozen.thaw()
         frozen.stop()
+    return dropped, last
+
+
+def test_a_killed_broker_leaves_at_once_and_a_frozen_one_after_its_silence(
+    cluster: RocketMQCluster, tmp_path: Path
+) -> None:
+    """Experiment 9, with ``routewatch collect`` watching ns1 while broker-d is frozen."""
+    killed, frozen = cluster.broker("broker-b"), cluster.broker("broker-d")
+    killed.kill()
+    killed_at = time.monotonic()
+    for ns in ("ns1", "ns2"):
+        wait_for(functools.partial(_unlisted, cluster, ns, "broker-b"), 10, f"{ns} dropping it")
+    assert time.monotonic() - killed_at < 10
+    assert _routes(cluster) == {
+        "ns1": _queues(("broker-a", "broker-c", "broker-d")),
+        "ns2": _queues(("broker-a", "broker-d")),
+    }
+
+    # routewatch collect watches ns1 (1 s polls) and must keep nothing alive there: a 5.x
+    # NameServer renews a broker whenever it is asked the broker's data version
+    # (DefaultRequestProcessor.queryBrokerTopicConfig), so a collector that asked would keep
+    # broker-d on ns1 long after ns2 dropped it (remoting.namesrv_data_version)
+    log = tmp_path / "collect.log"
+    env = {
+        **os.environ,
+        "ROUTEWATCH_DATA_DIR": str(tmp_path / "collect"),
+        "ROUTEWATCH_COLLECT_POLL_INTERVAL_S": "1",
+        "ROUTEWATCH_COLLECT_LOG_INTERVAL_S": "5",
+    }
+    argv = ["collect", "--namesrv", cluster.namesrv_addr("ns1"), "--to", "stdout"]
+    collector = start_routewatch(argv, env, log)
+    try:
+        wait_for(lambda: " polls" in log.read_text(), 60, "the collector's first rounds")
+        dropped, last = _freeze_until_dropped(cluster, frozen, collector, log)
+    finally:
+        stop(collector)
+    # it polled ns1 all along (each poll waits out the frozen broker's timeout)
+    polls = [int(n) for n in re.findall(r"(\d+) polls, ", log.read_text())]
+    assert polls and polls[-1] >= 20, polls
+
     scan_s = SCAN_PERIOD_S[cluster.major]
     for ns in ("ns1", "ns2"):
         ns_log = _rocketmq_log(cluster, ns, "namesrv.log")
