@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.ipc as ipc
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from routewatch.codec import parse
 from routewatch.validation import BadInput
@@ -33,11 +34,8 @@ __all__ = [
     "validate_batches",
 ]
 
-EVENTS_SCHEMA = (
-    "value string, arrival string, cluster string, type string, ts long, seq long, "
-    "event_id string, reason string, detail string"
-)
-
+# Each schema is written once, in Arrow (what the Python side builds and reads); Spark's is
+# derived from it (``from_arrow_schema``).
 _ARROW_SCHEMA = pa.schema(
     [
         ("value", pa.string()),
@@ -51,6 +49,7 @@ _ARROW_SCHEMA = pa.schema(
         ("detail", pa.string()),
     ]
 )
+EVENTS_SCHEMA = from_arrow_schema(_ARROW_SCHEMA)
 
 
 def validate_batches(
@@ -137,8 +136,8 @@ def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
 # IPC stream format. The stage has one group (the stream's one clock), and PySpark regroups a
 # group's rows one at a time in Python; a few packed rows per batch instead of one per event
 # take that per-row cost off the one task that sees every event.
-CHUNKS_SCHEMA = "events binary"
 _CHUNKS_ARROW_SCHEMA = pa.schema([("events", pa.binary())])
+CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
 
 
 def pack_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
