@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from routewatch.errors import RoutewatchError
 
-__all__ = ["StoreBusyError", "StoreError", "StoreUnavailableError", "one_line"]
+__all__ = ["StoreBusyError", "StoreError", "StoreUnavailableError", "fault", "one_line"]
 
 
 class StoreError(Exception):
@@ -31,3 +31,9 @@ class StoreBusyError(StoreUnavailableError):
 def one_line(exc: BaseException) -> str:
     """A driver's error as one line (psycopg's span several), without a final period."""
     return " ".join(str(exc).split()).rstrip(".")
+
+
+def fault(where: str, exc: BaseException) -> StoreError:
+    """A driver's error that is not "try again", as the store's: it names the store."""
+    reason = one_line(exc)
+    return StoreError(f"the store at {where} failed: {reason}.", reason)

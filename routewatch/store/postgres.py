@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from routewatch.store.backend import Result
-from routewatch.store.errors import StoreError, StoreUnavailableError, one_line
+from routewatch.store.errors import StoreError, StoreUnavailableError, fault, one_line
 
 __all__ = ["PostgresBackend", "Row", "pg_script", "redacted"]
 
@@ -109,7 +109,7 @@ class PostgresBackend:
                 f"cannot reach the store at {self.where}: {one_line(exc)}.", one_line(exc)
             ) from None
         except psycopg.Error as exc:
-            raise self._fault(exc) from exc
+            raise fault(self.where, exc) from exc
         self._translated: dict[str, str] = {}
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Result:
@@ -133,10 +133,7 @@ class PostgresBackend:
                 f"the store at {self.where} cannot be read: {reason}.", reason
             ) from None
         except self._psycopg.Error as exc:
-            raise self._fault(exc) from exc
-
-    def _fault(self, exc: BaseException) -> StoreError:
-        return StoreError(f"the store at {self.where} failed: {one_line(exc)}.", one_line(exc))
+            raise fault(self.where, exc) from exc
 
     def in_transaction(self) -> bool:
         return self._conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE
@@ -163,7 +160,7 @@ class PostgresBackend:
             ) from None
         except self._psycopg.Error as exc:
             self._rollback()
-            raise self._fault(exc) from exc
+            raise fault(self.where, exc) from exc
         try:
             yield
             self._run("COMMIT")
@@ -175,7 +172,7 @@ class PostgresBackend:
             ) from None
         except self._psycopg.Error as exc:
             self._rollback()
-            raise self._fault(exc) from exc
+            raise fault(self.where, exc) from exc
         except BaseException:
             self._rollback()
             raise

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from routewatch.store.backend import Result
-from routewatch.store.errors import StoreBusyError, StoreError, StoreUnavailableError, one_line
+from routewatch.store.errors import (
+    StoreBusyError,
+    StoreError,
+    StoreUnavailableError,
+    fault,
+    one_line,
+)
 
 __all__ = ["SqliteBackend"]
 
@@ -48,15 +54,12 @@ class SqliteBackend:
             return Result(columns, cursor.fetchall(), cursor.rowcount)
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
-                raise self._fault(exc) from exc
+                raise fault(self.where, exc) from exc
             # a read locked out by another connection (a writer in exclusive locking mode keeps
             # even WAL readers out): the store is briefly busy
             raise StoreBusyError(f"the store at {self.where} is busy: {exc}.", str(exc)) from None
         except sqlite3.Error as exc:
-            raise self._fault(exc) from exc
-
-    def _fault(self, exc: BaseException) -> StoreError:
-        return StoreError(f"the store at {self.where} failed: {one_line(exc)}.", one_line(exc))
+            raise fault(self.where, exc) from exc
 
     def in_transaction(self) -> bool:
         return self._db.in_transaction
@@ -80,13 +83,13 @@ class SqliteBackend:
             raise StoreBusyError(f"the store at {self.where} is busy: {reason}.", reason) from None
         except sqlite3.Error as exc:
             self._rollback()
-            raise self._fault(exc) from exc
+            raise fault(self.where, exc) from exc
         try:
             yield
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
-            raise self._fault(exc) from exc
+            raise fault(self.where, exc) from exc
         except StoreUnavailableError as exc:
             self._rollback()
             raise StoreError(str(exc), exc.reason) from exc
