@@ -63,7 +63,7 @@ def test_every_install_hint_for_the_test_tools_names_the_command_that_installs_t
     assert wrong == []
 
 
-@pytest.mark.parametrize("name", ["kafka", "rocketmq4", "rocketmq5", "spark-kafka"])
+@pytest.mark.parametrize("name", ["grpc-client", "kafka", "rocketmq4", "rocketmq5", "spark-kafka"])
 def test_a_missing_part_says_to_run_the_test_install(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 import re
 import shutil
@@ -231,6 +232,9 @@ class ClusterSpec:
 
     brokers: tuple[BrokerSpec, ...]
     namesrvs: tuple[str, ...] = ("ns1",)
+    # more properties of some NameServers, by name, written as given (e.g. 5.x's
+    # deleteTopicWithBrokerRegistration)
+    namesrv_properties: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.namesrvs) <= 3 or len(set(self.namesrvs)) != len(self.namesrvs):
@@ -240,6 +244,8 @@ class ClusterSpec:
         keys = [b.key for b in self.brokers]
         if len(set(keys)) != len(keys):
             raise ValueError(f"broker names (and ids) must be distinct: {keys}")
+        if set(self.namesrv_properties) - set(self.namesrvs):
+            raise ValueError("namesrv_properties names NameServers the cluster does not have")
         for b in self.brokers:
             unknown = set(b.namesrvs or ()) - set(self.namesrvs)
             if unknown:
@@ -252,6 +258,7 @@ class _Process:
     heap: tuple[str, ...] = ()
     main = ""
     process = ""  # the logback file's name: logback_<process>.xml
+    config_flag = "-c"  # the command-line option naming the configuration file
 
     def __init__(self, name: str, home: Path, workdir: Path, port: int) -> None:
         self.name = name
@@ -301,7 +308,7 @@ class _Process:
                         self.process,
                         (TLS_OFF, *self.jvm_flags()),
                     ),
-                    "-c",
+                    self.config_flag,
                     str(config),
                 ],
                 stdout=out,
@@ -392,10 +399,22 @@ class NameServer(_Process):
     main = "org.apache.rocketmq.namesrv.NamesrvStartup"
     process = "namesrv"
 
+    def __init__(
+        self,
+        name: str,
+        home: Path,
+        workdir: Path,
+        port: int,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(name, home, workdir, port)
+        self.properties = dict(properties or {})
+
     def config(self) -> Path:
         path = self.dir / "namesrv.properties"
         # (bindAddress: 5.x's listener address; the released 4.9.x has no such setting)
-        path.write_text(f"listenPort={self.port}\nbindAddress=127.0.0.1\n")
+        props = {"listenPort": str(self.port), "bindAddress": "127.0.0.1", **self.properties}
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return path
 
     def start(self, timeout: float = 60) -> None:
@@ -584,6 +603,65 @@ class Broker(_Process):
         self.start(timeout)
 
 
+class Proxy(_Process):
+    """A RocketMQ 5.x proxy (``ProxyStartup``) in cluster mode in front of a cluster's NameServers
+    and brokers: the endpoint of 5.x's gRPC clients (``port``, its gRPC listener), which also
+    answers remoting clients (``remoting_port``). At start it creates its own topic
+    ``DefaultHeartBeatSyncerTopic`` on the brokers of its cluster (and fails without them).
+    Plain TCP (no TLS, as the harness's other processes); its listeners, which no setting binds
+    to one address, are held to 127.0.0.1 by the loopback-bind library."""
+
+    heap = ("-Xms128m", "-Xmx256m", "-XX:MaxDirectMemorySize=128m")
+    main = "org.apache.rocketmq.proxy.ProxyStartup"
+    process = "proxy"
+    config_flag = "-pc"
+    STARTED = "rocketmq-proxy startup successfully"
+
+    def __init__(self, name: str, cluster: RocketMQCluster, cluster_name: str) -> None:
+        if cluster.major < 5:
+            raise ValueError("a proxy is RocketMQ 5.x's: start it in front of a 5.x cluster")
+        super().__init__(name, cluster.home, cluster.workdir, free_port())
+        self.remoting_port = free_port()
+        self.cluster_name = cluster_name
+        self.namesrv_addr = cluster.namesrv_addr()
+
+    def config(self) -> Path:
+        path = self.dir / "rmq-proxy.json"
+        settings = {
+            "proxyMode": "cluster",
+            "rocketMQClusterName": self.cluster_name,
+            "namesrvAddr": self.namesrv_addr,
+            "grpcServerPort": self.port,
+            "remotingListenPort": self.remoting_port,
+            # the address the proxy gives remoting clients in routes (default: the host's IP)
+            "localServeAddr": "127.0.0.1",
+            "remotingAccessAddr": "127.0.0.1",
+            "rocketmqMQClientNum": 1,
+            "grpcThreadPoolNums": 4,
+        }
+        path.write_text(json.dumps(settings))
+        return path
+
+    def booted(self) -> bool:
+        assert self._proc is not None, f"{self.name} was not started"
+        if self._proc.poll() is not None:
+            raise RuntimeError(
+                f"{self.name} exited with status {self._proc.returncode}:\n{self.output()[-3000:]}"
+            )
+        return self.STARTED in self.output()
+
+    def start(self, timeout: float = 90) -> None:
+        self.spawn()
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        wait_for(self.booted, timeout, f"proxy {self.name} starting on {self.addr}", interval=0.2)
+
+    @property
+    def remoting_addr(self) -> str:
+        return f"127.0.0.1:{self.remoting_port}"
+
+
 class RocketMQCluster:
     """A running cluster of NameServers and brokers, from a :class:`ClusterSpec`."""
 
@@ -600,11 +678,14 @@ class RocketMQCluster:
             while port in taken:
                 port = free_port()
             taken.add(port)
-            self.namesrvs[name] = NameServer(name, self.home, workdir, port)
+            self.namesrvs[name] = NameServer(
+                name, self.home, workdir, port, spec.namesrv_properties.get(name)
+            )
         self.brokers: dict[str, Broker] = {
             b.key: Broker(b, self.home, workdir, free_broker_port(taken), self.namesrvs)
             for b in spec.brokers
         }
+        self.proxies: dict[str, Proxy] = {}
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -616,9 +697,18 @@ class RocketMQCluster:
             for proc in group:
                 proc.wait_ready()
 
+    def start_proxy(self, name: str = "proxy", cluster_name: str = "DefaultCluster") -> Proxy:
+        """Start a 5.x proxy in cluster mode in front of this cluster (its brokers of
+        ``cluster_name``), waiting until it serves; it is stopped with the cluster."""
+        proxy = Proxy(name, self, cluster_name)
+        self.proxies[name] = proxy
+        proxy.start()
+        return proxy
+
     def stop(self, timeout: float = 20) -> None:
-        """Stop the brokers (side by side), then the NameServers, by their PIDs."""
-        for group in (list(self.brokers.values()), list(self.namesrvs.values())):
+        """Stop the proxies, the brokers (side by side), then the NameServers, by their PIDs."""
+        groups = (list(self.proxies.values()), list(self.brokers.values()))
+        for group in (*groups, list(self.namesrvs.values())):
             for proc in group:
                 proc.terminate()
             for proc in group:
@@ -627,7 +717,7 @@ class RocketMQCluster:
     def discard(self) -> None:
         """Kill every process at once (SIGKILL, by its PID): for a cluster that is thrown away
         with its directory, whose graceful shutdown (a broker's takes seconds) nobody reads."""
-        for proc in [*self.brokers.values(), *self.namesrvs.values()]:
+        for proc in [*self.proxies.values(), *self.brokers.values(), *self.namesrvs.values()]:
             if proc.running:
                 proc.kill()
 

@@ -142,6 +142,7 @@ PARTS: Mapping[str, Part] = {
     for p in (
         Part("rocketmq4", "rocketmq4", "rocketmq4.version", _rocketmq_conf(_LOGBACK_4)),
         Part("rocketmq5", "rocketmq5", "rocketmq5.version", _rocketmq_conf(_LOGBACK_5)),
+        Part("grpc-client", "grpc-client", "grpc-client.version"),
         Part("kafka", "kafka", "kafka.version"),
         Part(
             "spark-kafka",
