@@ -462,6 +462,7 @@ def cluster_falls_silent(w: World) -> None:
     "broker-restarts-with-lost-store",
     200,
     ExpectedAlert("PARTIAL_COVERAGE", "open", "critical", topic=T),
+    ExpectedAlert("NAMESRV_DIVERGENCE", "open", "warning", broker="broker-b", broker_id=0),
 )
 def restart_with_lost_store(w: World) -> None:
     """broker-b shuts down cleanly at 50 s and comes back at 70 s with its store lost: TopicA,
@@ -472,9 +473,12 @@ def restart_with_lost_store(w: World) -> None:
     operator re-creates on broker-b by hand at 90 s; its first full one there is at 110 s. The
     shutdown emptied broker-b's table on that NameServer: from 90 s it lists OrdersTopic alone,
     not the table from before the shutdown (which held TopicA), so the coverage alert opened at
-    70 s stays open. (OrdersTopic, made on both brokers at once at 1 s, is not taken for an
-    auto-created topic by the broker side: on broker-a alone from 70 s to 90 s, it raises
-    nothing.)
+    70 s stays open. The two NameServers route broker-b different tables for good (the second
+    OrdersTopic alone: the full registrations carry the data version it already has), so
+    NAMESRV_DIVERGENCE, open from 70 s (registered on one NameServer only), stays open, naming
+    the topics the second lacks. (OrdersTopic, made on both brokers at once at 1 s, is not
+    taken for an auto-created topic by the broker side: on broker-a alone from 70 s to 90 s,
+    it raises nothing.)
     """
     _two_brokers(w, namesrvs=2)
     b = w.broker("broker-b")

@@ -18,9 +18,9 @@ What the real system did (5.5.0):
   registration the broker's full registration carries everything, but a topic made on it is
   registered alone (5.x ``registerIncrementBrokerData``), so for up to 30 s the NameServer
   routes that broker nothing else.
-- ``routewatch collect`` writes what each NameServer routes, so its heartbeats say all of it; no
-  alert of the catalogue judges it yet (a live broker whose topics one NameServer routes and
-  another does not): noticed, in docs/collect.md.
+- ``routewatch collect`` writes what each NameServer routes, so its heartbeats say all of it,
+  and the job raises ``NAMESRV_DIVERGENCE`` for the broker that is live on both NameServers but
+  routed different topics by them for 60 s (docs/alerts.md).
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ def test_a_split_registration_reaches_a_plain_namesrv_whole(cluster: RocketMQClu
         45,
         "broker-a's next registration, in chunks, routing its whole table on ns2 again",
     )
+    b = cluster.broker("broker-b")  # (whole, for the tests after this one)
+    wait_for(lambda: _routed(cluster, "ns2", "broker-b") == set(b.topics()), 45, "broker-b back")
 
 
 def test_a_deleting_namesrv_keeps_only_the_last_chunk_of_a_split_registration(
@@ -143,7 +145,7 @@ def test_the_collector_writes_what_each_namesrv_routes(cluster: RocketMQCluster)
     events: list[dict[str, Any]] = []
     heartbeats: dict[tuple[str, str], Heartbeat] = {}
     try:
-        for _ in range(3):
+        for _ in range(8):  # 70 s of event time: more than the 60 s a divergence waits
             snap = poller.poll(deriver.known, deriver)
             written: list[Heartbeat | CollectorRound] = list(deriver.derive(snap))
             heartbeats |= {(e.namesrv, e.broker): e for e in written if isinstance(e, Heartbeat)}
@@ -157,8 +159,16 @@ def test_the_collector_writes_what_each_namesrv_routes(cluster: RocketMQCluster)
     assert len(heartbeats[(ns1, "broker-a")].topics) < SPLIT
 
     final, _ = evaluate_events(events, CLUSTER)
-    # the twelve topics are on both brokers, both live on both NameServers: no alert about them
-    # or broker-a, though ns1 routes broker-a next to nothing (a gap: docs/collect.md). (The
-    # topics the last test made on broker-b alone are another matter: one broker of two.)
-    about = [(a.kind, a.topic, a.broker) for a in final if a.topic in TOPICS or a.broker]
-    assert about == []
+    # ns1 routes broker-a next to nothing while ns2 routes its whole table: NAMESRV_DIVERGENCE,
+    # though broker-a is live on both; the twelve topics raise nothing else (the topics the
+    # last test made on broker-b alone are another matter: one broker of two)
+    about = [a for a in final if a.topic in TOPICS or a.broker]
+    assert [(a.kind, a.broker, a.state) for a in about] == [
+        ("NAMESRV_DIVERGENCE", "broker-a", "open")
+    ]
+    (diverged,) = about
+    assert diverged.evidence["missing_on"] == []
+    assert diverged.evidence["live_on"] == sorted([ns1, ns2])
+    assert set(diverged.evidence["topics_differing"]["items"]) == held - set(
+        heartbeats[(ns1, "broker-a")].topics
+    )

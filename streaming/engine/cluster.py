@@ -224,6 +224,8 @@ class ClusterEngine:
         if complete:
             self.rules.full_registration(key, reg, ts)
         self.rules.broker_heard(key, ts, shutdown=False)
+        if changed and was_live:  # (one that turned live was judged as a liveness change)
+            self.rules.table_changed(ts)
         if changed or not was_live:  # only then can an open alert's topic evidence change
             self.rules.refresh_broker_evidence(ts)
 
@@ -292,6 +294,7 @@ class ClusterEngine:
         if not changed:
             return []
         self.tables.set(key, new or None)
+        self.rules.table_stored(key)
         if key[2] == 0:
             self.meta.regs[key].read_only = _read_only(key[1], new)
         for topic, config in changed:

@@ -142,6 +142,9 @@ class Rules:
         self.cluster = engine.cluster
         self._names: set[str] | None = None
         self._names_of: set[RegKey] = set()
+        # (broker, id, NameServers) -> the topics they route it differently; derived from the
+        # tables, dropped when one of the broker's changes (judged on every liveness change)
+        self._apart: dict[tuple[str, int, frozenset[str]], list[str]] = {}
 
     # -- keys and shared facts ------------------------------------------------------------------
 
@@ -410,6 +413,17 @@ class Rules:
         obs = self.e.meta.observer
         return set((obs or {}).get("unreachable") or {})
 
+    def table_stored(self, key: RegKey) -> None:
+        """A broker's table changed: what its NameServers route it apart is derived again."""
+        _, broker, broker_id = key
+        for cached in [c for c in self._apart if c[:2] == (broker, broker_id)]:
+            del self._apart[cached]
+
+    def table_changed(self, at: int) -> None:
+        """A live registration changed a broker's table: NAMESRV_DIVERGENCE judged again (a
+        registration that turns live is judged as a liveness change)."""
+        self._judge_divergence(at)
+
     def _judge_divergence(self, at: int) -> None:
         unknown = self._unknown_namesrvs()
         cluster_ns = self.cluster_namesrvs() - unknown
@@ -417,7 +431,9 @@ class Rules:
         since = self.e.meta.diverged_since
         for (broker, broker_id), all_namesrvs in sorted(live_on.items()):
             namesrvs = all_namesrvs - unknown
-            diverged = bool(namesrvs) and namesrvs != cluster_ns
+            diverged = bool(namesrvs) and (
+                namesrvs != cluster_ns or bool(self._routed_apart(broker, broker_id, namesrvs))
+            )
             if diverged and (broker, broker_id) not in since:
                 since[(broker, broker_id)] = at
                 self.e.schedule(at + DIVERGENCE_MS, "diverge", key_json((broker, broker_id)))
@@ -429,27 +445,56 @@ class Rules:
             ):
                 self._divergence_alert(broker, broker_id, at)
 
+    def _routed_apart(self, broker: str, broker_id: int, namesrvs: set[str]) -> list[str]:
+        """The topics the NameServers ``namesrvs`` route differently to a broker live on each
+        of them: held by some of their tables and not others, or with other queues or perm
+        (a NameServer that drops what a registration leaves out keeps only the last part of a
+        split one: 5.x's deleteTopicWithBrokerRegistration with enableSplitRegistration)."""
+        if len(namesrvs) < 2:
+            return []
+        cached = (broker, broker_id, frozenset(namesrvs))
+        if cached not in self._apart:
+            tables = [self.e.tables.get((ns, broker, broker_id)) or {} for ns in sorted(namesrvs)]
+            topics = {t for table in tables for t in table}
+            self._apart[cached] = sorted(
+                t for t in topics if any(tb.get(t) != tables[0].get(t) for tb in tables)
+            )
+        return self._apart[cached]
+
     def _divergence_alert(self, broker: str, broker_id: int, at: int) -> None:
         unknown = self._unknown_namesrvs()
         cluster_ns = self.cluster_namesrvs() - unknown
         live_on = sorted(self._live_on().get((broker, broker_id), set()) - unknown)
         missing = sorted(cluster_ns - set(live_on))
-        differing = sorted(
-            {t for ns in live_on for t in (self.e.tables.get((ns, broker, broker_id)) or {})}
-        )
+        if missing:
+            differing = sorted(
+                {t for ns in live_on for t in (self.e.tables.get((ns, broker, broker_id)) or {})}
+            )
+            summary = (
+                f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)} "
+                f"but not on {', '.join(missing)}: clients see different routes by NameServer."
+            )
+            remedy = REMEDIES["NAMESRV_DIVERGENCE"]
+        else:
+            differing = self._routed_apart(broker, broker_id, set(live_on))
+            summary = (
+                f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)}, "
+                f"which route it {len(differing)} topic(s) differently: clients see different "
+                "routes by NameServer."
+            )
+            remedy = REMEDIES["NAMESRV_DIVERGENCE_ROUTES"]
         self.e.book.raise_or_update(
             self._broker_key("NAMESRV_DIVERGENCE", broker, broker_id),
             at,
             severity="warning",
-            summary=f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)} "
-            f"but not on {', '.join(missing)}: clients see different routes by NameServer.",
+            summary=summary,
             evidence={
                 "live_on": live_on,
                 "missing_on": missing,
                 "since": self.e.meta.diverged_since.get((broker, broker_id)),
                 "topics_differing": _capped(differing),
             },
-            remedy=REMEDIES["NAMESRV_DIVERGENCE"],
+            remedy=remedy,
         )
 
     # -- topics ---------------------------------------------------------------------------------
