@@ -31,6 +31,7 @@ import dataclasses
 import functools
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -132,17 +133,30 @@ def _can_bind(port: int) -> bool:
     return True
 
 
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out for outgoing connections (and port 0)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_broker_port(taken: set[int] | None = None) -> int:
     """A free port P such that P-2 (the broker's fast channel) and P+1 (HA) are free too, and
-    none of the three in ``taken``, to which they are added."""
+    none of the three in ``taken``, to which they are added. Drawn below the kernel's
+    ephemeral range: a broker binds P+1 seconds after it starts, and a port of that range could
+    meanwhile become the local end of any outgoing connection on the machine (the suite's
+    other worker makes many)."""
     taken = set() if taken is None else taken
+    high = _ephemeral_low() - 2
     for _ in range(100):
-        port = free_port()
+        port = random.randrange(10_002, high) if high > 10_002 else free_port()
         ports = {port - 2, port, port + 1}
         if (
             port - 2 > 1024
             and port + 1 < 65536
             and not ports & taken
+            and _can_bind(port)
             and _can_bind(port - 2)
             and _can_bind(port + 1)
         ):
