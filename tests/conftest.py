@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pluggy
 import pytest
@@ -72,6 +73,7 @@ PART_FIXTURES = {"spark": "spark", "kafka_broker": "kafka"}
 SLOW_PARTS = ("spark", "kafka", "rocketmq")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts Spark or Kafka carries that part's marker, whether or not its
     module says so; and every test of Spark, Kafka or RocketMQ is also ``slow``, so that the
@@ -84,6 +86,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         slow = any(item.get_closest_marker(part) for part in SLOW_PARTS)
         if slow and item.get_closest_marker("slow") is None:
             item.add_marker("slow")
+    bands = module_bands(items)
+    items.sort(key=lambda item: bands[item.path])
+    for item in items:  # for --dist loadgroup (.ci/test): a module is one unit of work...
+        module = item.nodeid.split("::")[0]  # ...and the RocketMQ modules are one, run in turn
+        item.add_marker(pytest.mark.xdist_group("rocketmq" if bands[item.path] == 0 else module))
+
+
+def module_bands(items: list[pytest.Item]) -> dict[Path, int]:
+    """The suite's modules in three bands, run in this order (each band in collection order, each
+    module whole): 0, those that start RocketMQ clusters (minutes each, mostly waiting on a
+    NameServer's clock); 1, the other slow ones; 2, the fast ones.
+
+    ``.ci/test`` runs the suite on two workers (pytest-xdist, ``--dist loadgroup``), handing out
+    one module at a time in this order — but the RocketMQ modules as one unit, on one worker, one
+    after the other: two clusters starting at once on two cores make both too slow for the
+    NameServers' clocks the tests measure. So one worker runs the clusters, which mostly wait,
+    while the other runs Spark and the rest, and the fast modules fill the end."""
+    bands: dict[Path, int] = {}
+    for item in items:
+        rank = 2
+        if item.get_closest_marker("rocketmq"):
+            rank = 0
+        elif item.get_closest_marker("slow"):
+            rank = 1
+        bands[item.path] = min(rank, bands.get(item.path, 2))
+    return bands
 
 
 # -- in CI, a skipped test of a real part is a failure --------------------------------------------

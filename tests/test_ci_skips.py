@@ -5,6 +5,7 @@ skipped with the sentence saying how to install what it needs."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +51,50 @@ def test_a_test_without_its_part_is_skipped_outside_ci_and_fails_in_ci(
     assert "is not a RocketMQ distribution" in inside.stdout or "holds no Kafka jars" in (
         inside.stdout
     )
+
+
+# .ci/test's workers: one module per unit, the RocketMQ modules one unit (tests/conftest.py)
+XDIST = ("-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder")
+_REPORTED = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] [A-Z]+ (\S+) *$", re.MULTILINE)
+
+
+def test_the_rocketmq_modules_run_on_one_worker_and_the_others_whole() -> None:
+    assert " ".join(XDIST) in (REPO / ".ci" / "test").read_text()
+    modules = [
+        "tests/test_rocketmq_routes.py",
+        "tests/test_layout.py",
+        "tests/test_rocketmq_templates.py",
+        "tests/routewatch/test_codec.py",
+    ]
+    # no RocketMQ distribution and not in CI: its tests are skipped, and still scheduled
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "",
+            "-v",
+            *XDIST,
+            *modules,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "CI": "", "ROUTEWATCH_TEST_ROCKETMQ_HOME": "."},
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    workers: dict[str, set[str]] = {}
+    for worker, nodeid in _REPORTED.findall(run.stdout):
+        module, _, group = nodeid.rpartition("@")
+        workers.setdefault(group, set()).add(worker)
+        if "test_rocketmq_" in module:
+            assert group == "rocketmq", nodeid
+        else:
+            assert module.startswith(group), nodeid
+    assert set(workers) == {"rocketmq", *modules[1::2]}
+    assert all(len(w) == 1 for w in workers.values()), workers
