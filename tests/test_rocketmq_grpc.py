@@ -16,11 +16,14 @@ per route-cache refresh (20 s) per topic. A topic the cluster has is sent to nor
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from routewatch import remoting
+from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, Proxy, RocketMQCluster
 from tests.support.grpc_client import client_jars, probe
 from tests.support.rocketmq import module_cluster
@@ -36,6 +39,7 @@ SPEC = ClusterSpec(
 TOPIC_NOT_FOUND = 40402  # apache.rocketmq.v2.Code
 NOT_FOUND = "org.apache.rocketmq.client.java.exception.NotFoundException"
 NO_ROUTE = "CODE: 17  DESC: No topic route info in name server for the topic: {topic}"
+REFRESH_S = 20  # the proxy's route cache: topicRouteServiceCacheRefreshSeconds
 
 cluster = module_cluster(SPEC, 5)
 
@@ -91,3 +95,27 @@ def test_a_new_topic_is_not_found_and_created_nowhere(
     log = (proxy.dir / "logs" / "rocketmqlogs" / "proxy.log").read_text(errors="replace")
     for topic in (sent, declared):
         assert f"get Topic [{topic}] RouteInfoFromNameServer is not exist value" in log
+
+
+def test_a_topic_made_after_a_miss_is_routed_by_the_proxy_only_after_its_cache_refresh(
+    cluster: RocketMQCluster, proxy: Proxy, tmp_path: Path
+) -> None:
+    topic = _new_topic()
+    (missed,) = probe(proxy, [f"send:{topic}"], tmp_path / "miss")
+    missed_at = time.monotonic()  # the proxy cached the miss just before
+    assert missed.response_code == TOPIC_NOT_FOUND
+    for name in BROKERS:
+        remoting.update_topic_in_broker(
+            cluster.broker(name).addr, topic, read_queues=4, write_queues=4
+        )
+    wait_for(lambda: cluster.route(topic) is not None, 30, f"{topic} routed by the NameServer")
+
+    (sent,) = probe(proxy, [f"until:{topic}"], tmp_path / "until")
+    took = time.monotonic() - missed_at
+
+    # the proxy answers from its cached miss until it reloads the entry, 20 s after writing it
+    # (topicRouteServiceCacheRefreshSeconds), on an access after that
+    assert sent.ok, sent.message
+    assert sent.attempts > 1
+    assert REFRESH_S - 5 <= took <= REFRESH_S + 20
+    print(f"sendable through the proxy {took:.1f} s after its miss ({sent.attempts} attempts)")

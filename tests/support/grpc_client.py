@@ -3,8 +3,9 @@
 ``tests/support/java/GrpcProbe.java`` is compiled on first use against the ``grpc-client`` part
 (one shaded jar, resolved by the test install step) into ``.cache/grpc-probe/<digest>/`` and run
 in a JVM of its own (it must not share the proxy's class path): one producer sends one message
-per ``send:TOPIC`` step, and ``declare:TOPIC`` builds a producer with the topic declared (its
-route is fetched at start). Each step's outcome is one :class:`GrpcOutcome`.
+per ``send:TOPIC`` step, ``until:TOPIC`` sends every 200 ms until a send succeeds, and
+``declare:TOPIC`` builds a producer with the topic declared (its route is fetched at start).
+Each step's outcome is one :class:`GrpcOutcome`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class GrpcOutcome:
     error: str = ""
     message: str = ""
     message_id: str = ""
+    attempts: int = 1
 
     @property
     def response_code(self) -> int | None:
@@ -92,6 +94,7 @@ def probe(proxy: Proxy, steps: list[str], workdir: Path, timeout: float = 120) -
                 fields.get("error", ""),
                 fields.get("message", ""),
                 fields.get("messageId", ""),
+                fields.get("attempts", 1),
             )
         )
     return outcomes

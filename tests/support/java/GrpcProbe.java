@@ -13,7 +13,9 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * declared, as {@code setTopics} does, which fetches its route at start). One JSON line per step:
  * {@code {"step":..., "attempts":n, "ok":true, "messageId":...}} or {@code {"step":...,
  * "attempts":n, "ok":false, "error":<exception class>, "message":<its message, then its causes'>}}.
- * A step that times out (the machine's load, not an answer) is tried again, up to 5 times.
+ * A step that times out (the machine's load, not an answer) is tried again, up to 5 times;
+ * {@code until:TOPIC} sends every 200 ms until one succeeds (at most 60 s), {@code attempts}
+ * saying how many it took.
  */
 public final class GrpcProbe {
     private static final int MAX_ATTEMPTS = 5;
@@ -32,13 +34,20 @@ public final class GrpcProbe {
             for (int i = 1; i < args.length; i++) {
                 String step = args[i];
                 String topic = step.substring(step.indexOf(':') + 1);
-                // A timeout is the machine's load, not the answer under test: try again.
+                boolean until = step.startsWith("until:");
+                long start = System.nanoTime();
+                // A timeout is the machine's load, not the answer under test: try again. An
+                // until: step tries every 200 ms until a send succeeds (at most 60 s).
                 for (int attempt = 1; ; attempt++) {
                     try {
                         print(step, run(provider, config, plain, step, topic), null, attempt);
                         break;
                     } catch (Exception e) {
-                        if (attempt < MAX_ATTEMPTS && isTimeout(e)) {
+                        if (until && System.nanoTime() - start < 60_000_000_000L) {
+                            Thread.sleep(200);
+                            continue;
+                        }
+                        if (!until && attempt < MAX_ATTEMPTS && isTimeout(e)) {
                             continue;
                         }
                         print(step, null, e, attempt);
