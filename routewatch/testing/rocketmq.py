@@ -71,6 +71,8 @@ NAMESRV_HEAP = ("-Xms64m", "-Xmx128m")
 BROKER_HEAP = ("-Xms128m", "-Xmx256m", "-XX:MaxDirectMemorySize=128m")
 TOOL_HEAP = ("-Xmx128m",)
 BOOT_SUCCESS = "boot success"
+# mqadmin commands that give the same result when run twice
+REPEATABLE_MQADMIN = frozenset({"updateTopic", "updateBrokerConfig", "topicRoute", "clusterList"})
 _REGISTERED = re.compile(
     rb"register broker\[\d+\]to name server (\S+) OK\s*$"
     rb"|Registering current broker to name server completed\. TargetHost=(\S+)"
@@ -778,19 +780,26 @@ class RocketMQCluster:
             "-n",
             self.namesrv_addr(namesrv_name),
         ]
-        result = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=java_env(self.home),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-        # mqadmin exits 0 when its command fails, after printing the exception's stack trace.
-        if result.returncode != 0 or "Exception" in result.stdout + result.stderr:
-            raise MQAdminError(command, result.returncode, result.stdout + result.stderr)
-        return result.stdout
+        # A request of mqadmin's that a busy broker answered too late (RemotingTimeoutException)
+        # is asked again, twice at most, for the commands that can be repeated.
+        tries = 3 if command in REPEATABLE_MQADMIN else 1
+        for attempt in range(1, tries + 1):
+            result = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=java_env(self.home),
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+            output = result.stdout + result.stderr
+            # mqadmin exits 0 when its command fails, after printing the exception's stack trace.
+            if result.returncode == 0 and "Exception" not in output:
+                return result.stdout
+            if attempt == tries or "RemotingTimeoutException" not in output:
+                raise MQAdminError(command, result.returncode, output)
+        raise AssertionError("unreachable")
 
     def update_topic(
         self,
