@@ -225,7 +225,7 @@ class ClusterEngine:
             self.rules.full_registration(key, reg, ts)
         self.rules.broker_heard(key, ts, shutdown=False)
         if changed and was_live:  # (one that turned live was judged as a liveness change)
-            self.rules.table_changed(ts)
+            self.rules.table_changed(key, ts)
         if changed or not was_live:  # only then can an open alert's topic evidence change
             self.rules.refresh_broker_evidence(ts)
 

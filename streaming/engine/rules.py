@@ -419,17 +419,20 @@ class Rules:
         for cached in [c for c in self._apart if c[:2] == (broker, broker_id)]:
             del self._apart[cached]
 
-    def table_changed(self, at: int) -> None:
-        """A live registration changed a broker's table: NAMESRV_DIVERGENCE judged again (a
-        registration that turns live is judged as a liveness change)."""
-        self._judge_divergence(at)
+    def table_changed(self, key: RegKey, at: int) -> None:
+        """A live registration changed a broker's table: that broker's NAMESRV_DIVERGENCE judged
+        again (no other broker's tables or liveness changed; a registration that turns live is
+        judged as a liveness change, every broker)."""
+        self._judge_divergence(at, only=(key[1], key[2]))
 
-    def _judge_divergence(self, at: int) -> None:
+    def _judge_divergence(self, at: int, only: tuple[str, int] | None = None) -> None:
         unknown = self._unknown_namesrvs()
         cluster_ns = self.cluster_namesrvs() - unknown
         live_on = self._live_on()
         since = self.e.meta.diverged_since
         for (broker, broker_id), all_namesrvs in sorted(live_on.items()):
+            if only is not None and (broker, broker_id) != only:
+                continue
             namesrvs = all_namesrvs - unknown
             diverged = bool(namesrvs) and (
                 namesrvs != cluster_ns or bool(self._routed_apart(broker, broker_id, namesrvs))
