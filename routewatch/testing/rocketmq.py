@@ -275,6 +275,7 @@ class _Process:
     main = ""
     process = ""  # the logback file's name: logback_<process>.xml
     config_flag = "-c"  # the command-line option naming the configuration file
+    started_line = BOOT_SUCCESS  # what its output says once it serves
 
     def __init__(self, name: str, home: Path, workdir: Path, port: int) -> None:
         self.name = name
@@ -343,13 +344,13 @@ class _Process:
             return f.read().decode(errors="replace")
 
     def booted(self) -> bool:
-        """True once this run printed ``boot success``; fails with its output if it exited."""
+        """True once this run printed its ``started_line``; fails with its output if it exited."""
         assert self._proc is not None, f"{self.name} was not started"
         if self._proc.poll() is not None:
             raise RuntimeError(
                 f"{self.name} exited with status {self._proc.returncode}:\n{self.output()[-3000:]}"
             )
-        return BOOT_SUCCESS in self.output()
+        return self.started_line in self.output()
 
     def wait_ready(self, timeout: float = 60) -> None:
         raise NotImplementedError
@@ -631,7 +632,7 @@ class Proxy(_Process):
     main = "org.apache.rocketmq.proxy.ProxyStartup"
     process = "proxy"
     config_flag = "-pc"
-    STARTED = "rocketmq-proxy startup successfully"
+    started_line = "rocketmq-proxy startup successfully"
 
     def __init__(self, name: str, cluster: RocketMQCluster, cluster_name: str) -> None:
         if cluster.major < 5:
@@ -657,14 +658,6 @@ class Proxy(_Process):
         }
         path.write_text(json.dumps(settings))
         return path
-
-    def booted(self) -> bool:
-        assert self._proc is not None, f"{self.name} was not started"
-        if self._proc.poll() is not None:
-            raise RuntimeError(
-                f"{self.name} exited with status {self._proc.returncode}:\n{self.output()[-3000:]}"
-            )
-        return self.STARTED in self.output()
 
     def start(self, timeout: float = 90) -> None:
         self.spawn()
