@@ -91,6 +91,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:  # for --dist loadgroup (.ci/test): a module is one unit of work...
         module = item.nodeid.split("::")[0]  # ...and the RocketMQ modules are one, run in turn
         item.add_marker(pytest.mark.xdist_group("rocketmq" if bands[item.path] == 0 else module))
+        item.stash[BAND] = bands[item.path]
+
+
+BAND = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures start a module's cluster
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """On a worker of a two-worker run, the RocketMQ modules run on one core: everything they
+    start inherits this process's CPUs, so a cluster starting (five JVMs compiling at once) cannot
+    take the core the other worker's Spark needs to start a Python worker in its fixed 10 s."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and item.stash.get(BAND, 2) == 0:
+        confine_to_one_core()
+    else:
+        release_cores()
+
+
+_ALL_CPUS = frozenset(os.sched_getaffinity(0))
+
+
+def confine_to_one_core() -> None:
+    """This process (every thread of it) on the highest CPU it may use; what it starts after
+    inherits that."""
+    _set_cpus({max(_ALL_CPUS)})
+
+
+def release_cores() -> None:
+    _set_cpus(set(_ALL_CPUS))
+
+
+def _set_cpus(cpus: set[int]) -> None:
+    if os.sched_getaffinity(0) == cpus:
+        return
+    for task in os.listdir("/proc/self/task"):  # affinity is a thread's: set it on every one
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task), cpus)
 
 
 def module_bands(items: list[pytest.Item]) -> dict[Path, int]:

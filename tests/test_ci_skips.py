@@ -98,3 +98,22 @@ def test_the_rocketmq_modules_run_on_one_worker_and_the_others_whole() -> None:
             assert module.startswith(group), nodeid
     assert set(workers) == {"rocketmq", *modules[1::2]}
     assert all(len(w) == 1 for w in workers.values()), workers
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to confine to one")
+def test_a_confined_worker_and_what_it_starts_run_on_one_core_until_released() -> None:
+    from tests.conftest import confine_to_one_core, release_cores
+
+    def child_cpus() -> int:
+        probe = "import os; print(len(os.sched_getaffinity(0)))"
+        return int(subprocess.check_output([sys.executable, "-c", probe], text=True))
+
+    every = len(os.sched_getaffinity(0))
+    confine_to_one_core()
+    try:
+        assert len(os.sched_getaffinity(0)) == 1
+        assert child_cpus() == 1
+    finally:
+        release_cores()
+    assert len(os.sched_getaffinity(0)) == every
+    assert child_cpus() == every
