@@ -135,6 +135,9 @@ class Heartbeat(Envelope):
     # where ``topics`` is what a NameServer routes (routewatch collect): those of its topics the
     # broker's own table lacks, and the broker's own TBW102 where the route's perm differs
     held: dict[str, HeldTopic] | None = optional()  # noqa: RUF009
+    # how long the NameServer keeps this registration without a renewal, where the broker sets
+    # its own (RocketMQ 5's slave-acting-master mode: brokerNotActiveTimeoutMillis); absent: 120 s
+    heartbeat_timeout_ms: int | None = optional()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -140,7 +140,10 @@ def _run(args: argparse.Namespace) -> int:
     forwarder = Forwarder(forward, sink, collector_metrics) if forward else None
     collector = Collector(
         poller,
-        Deriver(settings.collect_heartbeat_interval_s),
+        Deriver(
+            settings.collect_heartbeat_interval_s,
+            poll_interval_s=settings.collect_poll_interval_s,
+        ),
         sink,
         collector_metrics,
         settings.collect_poll_interval_s,

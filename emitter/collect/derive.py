@@ -51,6 +51,7 @@ class _Written:
     version: DataVersion
     auto_create: bool
     default_q: int
+    timeout_ms: int | None  # the heartbeat's heartbeat_timeout_ms
     inferred: tuple[tuple[str, InferredAutoCreation], ...] = ()
     routed: str = ""  # the version string written: what the NameServer holds or routes
     topics: dict[str, TopicConfig] = dataclasses.field(default_factory=dict)
@@ -65,12 +66,18 @@ class Deriver:
         heartbeat_interval_s: float = 30.0,
         source: str | None = None,
         full_check_after_ms: int = FULL_CHECK_AFTER_MS,
+        poll_interval_s: float | None = None,
     ) -> None:
         self.interval_ms = int(heartbeat_interval_s * 1000)
+        # how often it looks (the heartbeat interval when not said): a broker with its own short
+        # timeout cannot be renewed more often than that
+        self.poll_ms = int((poll_interval_s or heartbeat_interval_s) * 1000)
         self.source = source or f"collect-{uuid.uuid4().hex[:8]}"
         self.seq = 0
         self._tables: dict[tuple[str, DataVersion], dict[str, TopicConfig]] = {}
-        self._configs: dict[str, tuple[bool, int]] = {}  # broker addr -> last known settings
+        # broker addr -> last known settings: autoCreateTopicEnable, defaultTopicQueueNums, and
+        # the heartbeat timeout to write (_timeout)
+        self._configs: dict[str, tuple[bool, int, int | None]] = {}
         self._permission: dict[str, int] = {}  # broker addr -> brokerPermission
         # (addr, version, brokerPermission) -> that table as the broker registers it
         self._registered: dict[tuple[str, DataVersion, int], dict[str, TopicConfig]] = {}
@@ -85,6 +92,19 @@ class Deriver:
         self._absorbed: int | None = None  # id of the snapshot whose tables were taken in
 
     # -- the route questions (emitter.collect.poller.RouteAsker) --------------------------------
+
+    def _timeout(self, own_ms: int | None) -> int | None:
+        """The timeout written for a broker that registers with its own (slave-acting-master
+        mode): that one, or two polls if longer — the collector renews a broker only when it
+        looks, so a shorter one would expire live brokers between two looks."""
+        return None if own_ms is None else max(own_ms, 2 * self.poll_ms)
+
+    def _renew_ms(self, written: _Written) -> int:
+        """The longest gap between two heartbeats of a broker: the heartbeat interval, or half
+        the broker's own timeout."""
+        if written.timeout_ms is None:
+            return self.interval_ms
+        return min(self.interval_ms, written.timeout_ms // 2)
 
     def _newest(self, addr: str) -> DataVersion | None:
         versions = [v for a, v in self._tables if a == addr]
@@ -216,7 +236,11 @@ class Deriver:
         """The brokers' settings and tables of a poll."""
         self._absorbed = id(snap)
         for addr, broker in snap.brokers.items():
-            self._configs[addr] = (broker.auto_create_topic_enable, broker.default_topic_queue_nums)
+            self._configs[addr] = (
+                broker.auto_create_topic_enable,
+                broker.default_topic_queue_nums,
+                self._timeout(broker.heartbeat_timeout_ms),
+            )
             self._permission[addr] = broker.broker_permission
             table = broker.table
             if table is not None:
@@ -309,7 +333,7 @@ class Deriver:
             # between two questions, or does not answer): renew the liveness it still has with
             # what was last written, and only when the job needs it.
             current = dataclasses.replace(last, ts=ts)
-            if ts - last.ts < self.interval_ms:
+            if ts - last.ts < self._renew_ms(last):
                 return None
         else:
             if (ns, key) not in self._waiting:
@@ -337,7 +361,7 @@ class Deriver:
         current = dataclasses.replace(current, inferred=inferred)
         if (
             last is not None
-            and ts - last.ts < self.interval_ms
+            and ts - last.ts < self._renew_ms(current)
             and dataclasses.replace(last, ts=ts) == current
         ):
             return None
@@ -359,6 +383,7 @@ class Deriver:
             data_version=current.routed,
             inferred_auto_created=dict(inferred) or None,
             held=dict(current.held) or None,
+            heartbeat_timeout_ms=current.timeout_ms,
         )
 
     def _prune(self, snap: Snapshot) -> None:

@@ -48,6 +48,9 @@ class BrokerView:
     default_topic_queue_nums: int
     table: TopicTable | None = None  # None: not asked this poll
     broker_permission: int = 6  # brokerPermission: a read-only one is every topic's registered perm
+    # RocketMQ 5 with enableSlaveActingMaster: the brokerNotActiveTimeoutMillis its registrations
+    # carry, after which a NameServer drops it (10 s by default); None: the NameServer's 120 s
+    heartbeat_timeout_ms: int | None = None
 
 
 @dataclass
@@ -276,6 +279,7 @@ class Poller:
             auto == "true",
             int(queues),
             broker_permission=int(permission) if permission.isdigit() else 6,
+            heartbeat_timeout_ms=_own_timeout(config),
         )
 
     def _table(self, addr: str, key: BrokerKey) -> TopicTable | None:
@@ -287,6 +291,16 @@ class Poller:
             consequence = f"{key[1]}'s new topic table waits for the next poll"
             self._failed("broker", addr, exc, consequence, key[1])
             return None
+
+
+def _own_timeout(config: dict[str, str]) -> int | None:
+    """The expiry a 5.x broker in slave-acting-master mode registers with
+    (``BrokerController.doRegisterBrokerAll``: ``heartbeatTimeoutMillis`` is its
+    ``brokerNotActiveTimeoutMillis`` when ``enableSlaveActingMaster`` is on, else not sent)."""
+    timeout = config.get("brokerNotActiveTimeoutMillis", "")
+    if config.get("enableSlaveActingMaster") != "true" or not timeout.isdigit():
+        return None
+    return int(timeout) or None
 
 
 def _title(kind: str, addr: str, name: str) -> str:

@@ -176,8 +176,10 @@ class ClusterEngine:
             self.rules.refresh_broker_evidence(ts)
             return
         reg.shutdown, reg.lingers, reg.last_reg = False, False, ts
-        if reg.expiry_due is None:
-            reg.expiry_due = ts + BROKER_EXPIRY_MS
+        timeout = e.get("heartbeat_timeout_ms")
+        reg.timeout_ms = timeout if timeout is not None and timeout > 0 else None
+        if reg.expiry_due is None or ts + reg.expiry_ms < reg.expiry_due:  # (a shorter timeout)
+            reg.expiry_due = ts + reg.expiry_ms
             self.schedule(reg.expiry_due, "expire", key_json(key))
         # the registration is applied whole first (what the broker side infers of its topics,
         # its table, then its liveness), then judged: no rule sees a broker that is live
@@ -345,14 +347,14 @@ class ClusterEngine:
     def expire(self, key: RegKey, at: int) -> bool:
         """The expiry deadline of a registration: drop it if it is still silent."""
         reg = self.meta.regs.get(key)
-        if reg is None:
-            return False
+        if reg is None or reg.expiry_due != at:
+            return False  # (a deadline moved earlier by a shorter timeout: the new one decides)
         reg.expiry_due = None
         if not reg.live:
             return False
         last = reg.last_reg if reg.last_reg is not None else reg.last_hb
-        if last + BROKER_EXPIRY_MS > at:
-            reg.expiry_due = last + BROKER_EXPIRY_MS
+        if last + reg.expiry_ms > at:
+            reg.expiry_due = last + reg.expiry_ms
             self.schedule(reg.expiry_due, "expire", key_json(key))
             return False
         if self.observer_silent(at):
@@ -401,7 +403,7 @@ class ClusterEngine:
                 continue
             reg.expiry_deferred = False
             last = reg.last_reg if reg.last_reg is not None else reg.last_hb
-            if reg.live and last + BROKER_EXPIRY_MS <= ts:
+            if reg.live and last + reg.expiry_ms <= ts:
                 reg.live = False
                 self._liveness_changed(key, ts)
                 expired.append(key)

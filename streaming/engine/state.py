@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from routewatch.changes import Config, RegKey, RouteChange
+from routewatch.rocketmq import BROKER_EXPIRY_MS
 
 __all__ = [
     "Config",
@@ -76,6 +77,13 @@ class Reg:
     parts: dict[int, dict[str, Config] | None] = field(default_factory=dict)
     # the table as the round's skipped parts knew it, before an immediate registration amended it
     round_base: dict[str, Config] | None = None
+    # the registration's own expiry (the heartbeat's heartbeat_timeout_ms), None: 120 s
+    timeout_ms: int | None = None
+
+    @property
+    def expiry_ms(self) -> int:
+        """How long the NameServer keeps this registration without a renewal."""
+        return self.timeout_ms or BROKER_EXPIRY_MS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +106,7 @@ class Reg:
             "parts_version": self.parts_version,
             "parts": {str(i): _table_out(p) for i, p in self.parts.items()},
             "round_base": _table_out(self.round_base),
+            "timeout_ms": self.timeout_ms,
         }
 
     @classmethod

@@ -27,12 +27,13 @@ def snap(
     *,
     broker_answers: bool = True,
     auto: bool = True,
+    timeout_ms: int | None = None,
 ) -> Snapshot:
     s = Snapshot()
     for ns, version in versions.items():
         s.namesrvs[ns] = NamesrvView(ns, ts, {A: ADDR}, {ADDR: version})
     if broker_answers:
-        s.brokers[ADDR] = BrokerView(ADDR, auto, 8, table)
+        s.brokers[ADDR] = BrokerView(ADDR, auto, 8, table, heartbeat_timeout_ms=timeout_ms)
     return s
 
 
@@ -55,6 +56,32 @@ def test_nothing_new_is_written_until_the_liveness_needs_renewing() -> None:
     assert d.derive(snap(29_999, {NS1: V1})) == []
     (renewal,) = d.derive(snap(30_000, {NS1: V1}))
     assert renewal.data_version == "1000-1" and renewal.ts == 30_000
+
+
+def test_a_broker_with_its_own_timeout_is_renewed_within_half_of_it() -> None:
+    """A 5.x broker in slave-acting-master mode expires 10 s after its last registration: the
+    heartbeats say so, and renew it every 5 s (polls every second)."""
+    d = Deriver(30, source="t", poll_interval_s=1)
+    (first,) = d.derive(snap(0, {NS1: V1}, T1, timeout_ms=10_000))
+    assert first.heartbeat_timeout_ms == 10_000
+    assert validate(orjson.loads(encode(first))) is None
+    assert d.derive(snap(4_999, {NS1: V1}, timeout_ms=10_000)) == []
+    (renewal,) = d.derive(snap(5_000, {NS1: V1}, timeout_ms=10_000))
+    assert renewal.heartbeat_timeout_ms == 10_000
+    # without it, 120 s: the field is absent, the interval is the heartbeat interval
+    (back,) = d.derive(snap(6_000, {NS1: V1}))
+    assert back.heartbeat_timeout_ms is None
+    assert d.derive(snap(35_999, {NS1: V1})) == []
+
+
+def test_a_timeout_shorter_than_two_polls_is_written_as_two_polls() -> None:
+    """Looking every 10 s, the collector cannot renew a 10 s registration in time: it writes
+    20 s (the job expires the broker up to one poll later than its NameServers do)."""
+    d = Deriver(10, source="t", poll_interval_s=10)
+    (first,) = d.derive(snap(0, {NS1: V1}, T1, timeout_ms=10_000))
+    assert first.heartbeat_timeout_ms == 20_000
+    (renewal,) = d.derive(snap(10_000, {NS1: V1}, timeout_ms=10_000))
+    assert renewal.ts == 10_000
 
 
 def test_a_changed_version_or_setting_is_written_at_once() -> None:

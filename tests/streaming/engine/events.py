@@ -49,11 +49,12 @@ class Trace:
         parts: int | None = None,
         cluster: str = "C",
         inferred: dict[str, tuple[str, float]] | None = None,
+        timeout_s: float | None = None,
     ) -> None:
         """A registration of ``broker`` on ``ns``: a topic's counts are ``q`` (read = write =
         ``q``, perm 6) or ``(read, write, perm)``; a full one lists a usable TBW102 unless
         ``tbw`` is false. ``inferred``: topic -> (found, first seen in seconds), the broker
-        side's evidence of an auto-creation."""
+        side's evidence of an auto-creation; ``timeout_s``: the registration's own expiry."""
         configs = {t: (q, q, 6) if isinstance(q, int) else q for t, q in (topics or {}).items()}
         if full and tbw and not shutdown:
             configs = {"TBW102": TBW102, **configs}
@@ -77,6 +78,8 @@ class Trace:
             body["inferred_auto_created"] = {
                 t: {"found": found, "first_seen": ms(at)} for t, (found, at) in inferred.items()
             }
+        if timeout_s is not None:
+            body["heartbeat_timeout_ms"] = ms(timeout_s) - ms(0)
         for name, value in (("data_version", dv), ("part", part), ("parts", parts)):
             if value is not None:
                 body[name] = value

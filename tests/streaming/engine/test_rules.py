@@ -212,6 +212,26 @@ def test_a_broker_is_live_through_its_expiry_instant() -> None:
     assert alerts(run(t)) == []
 
 
+def test_a_registration_with_its_own_timeout_expires_after_it(batch_size: int | None) -> None:
+    """RocketMQ 5's slave-acting-master brokers register with a 10 s timeout (the heartbeat's
+    heartbeat_timeout_ms); renewed within it, a broker stays live."""
+    t = Trace()
+    t.every(0, 40, 5, "a", timeout_s=10)  # renewed every 5 s, then silent from 40 s
+    t.hb(0, "b", timeout_s=10)
+    t.hb(10, "b", timeout_s=10)  # stamped with its expiry instant: still live
+    t.hb(20.001, "b", timeout_s=10)  # 1 ms late: it expired at 20 s
+    t.hb(0, "c")
+    t.hb(100, "c", timeout_s=10)  # the deadline moves from 120 s to 110 s
+    t.hb(130, "d")  # the clock
+
+    assert alerts(run(t, batch_size=batch_size)) == [
+        ("BROKER_EXPIRED", "C", "b/0", 20.0, 20.001),
+        ("BROKER_EXPIRED", "C", "b/0", 30.001, None),
+        ("BROKER_EXPIRED", "C", "a/0", 50.0, None),
+        ("BROKER_EXPIRED", "C", "c/0", 110.0, None),
+    ]
+
+
 def test_an_expiry_at_the_last_events_instant_is_crossed_at_the_end_of_the_input(
     batch_size: int | None,
 ) -> None:
