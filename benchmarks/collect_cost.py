@@ -22,7 +22,8 @@ derives, as ``routewatch collect`` makes them, in this process — each measured
    for 35 s; here at once, to measure its cost. Not measured when the registration came first
    (the round then asked no more than usual).
 
-Prints a table and records section ``collect`` in ``benchmarks/results/latest.json``: per
+Prints a table and records section ``collect`` (``collect_rocketmq5`` with ``--major 5``) in
+``benchmarks/results/latest.json``: per
 round kind, requests to NameServers and to brokers, wall and CPU seconds; and whether a steady
 round fits the default poll interval (10 s).
 """
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     fits = figures["steady"]["wall_s_max"] < POLL_INTERVAL_S
     print(f"a steady round fits the {POLL_INTERVAL_S:g} s poll interval: {fits}")
     record(
-        "collect",
+        "collect" if args.major == 4 else f"collect_rocketmq{args.major}",
         {
             "topics_per_broker": args.topics,
             "namesrvs": 2,

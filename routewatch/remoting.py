@@ -52,6 +52,7 @@ DELETE_TOPIC_IN_BROKER = 215
 QUERY_DATA_VERSION = 322
 SUCCESS = 0
 TOPIC_NOT_EXIST = 17
+NO_PERMISSION = 16  # ResponseCode.NO_PERMISSION (5.x: an authentication or authorization refusal)
 # MQVersion.Version ordinals: V4_9_3 = 399 (V4_9_4 = 401 and later get standard JSON).
 LEGACY_CLIENT_VERSION = 399
 # V5_0_0_SNAPSHOT: a server whose answers carry this version or later runs RocketMQ 5.x.
@@ -65,7 +66,12 @@ _opaque = itertools.count(1)
 
 
 class RemotingError(RuntimeError):
-    """A NameServer or broker answered a request with an error code."""
+    """A NameServer or broker answered a request with an error code (``code`` and ``remark``
+    when it is the answer's)."""
+
+    def __init__(self, message: str, code: int | None = None, remark: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.remark = code, remark
 
 
 class ProtocolError(RemotingError):
@@ -321,7 +327,11 @@ class Connection:
         """The body of a successful answer; a :class:`RemotingError` naming ``what`` if not."""
         answer = self.call(code, ext_fields, **kw)
         if answer.code != SUCCESS:
-            raise RemotingError(f"{what} from {self.addr}: code {answer.code}, {answer.remark}")
+            raise RemotingError(
+                f"{what} from {self.addr}: code {answer.code}, {answer.remark}",
+                answer.code,
+                answer.remark,
+            )
         return answer.body
 
 

@@ -27,6 +27,7 @@ import uuid
 
 import pytest
 
+from routewatch import fastjson, remoting
 from routewatch.remoting import QueueData, TopicConfig, TopicRoute
 from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster, release
@@ -124,6 +125,12 @@ def test_one_send_leaves_a_new_topic_on_one_broker_for_good(
     # through a full registration period after the send, every NameServer keeps one broker.
     assert topic not in cluster.broker(other).topics()
     assert cluster.broker(holder).topics()[topic] == TopicConfig(4, 4, 6)
+    # 5.x topics have attributes (message.type, ...): an auto-created one gets none, as one made
+    # by updateTopic without -a (createTopicInSendMessageMethod starts from a new TopicConfig and
+    # copies no attribute of the template); a client sending FIFO or transactional messages
+    # through a 5.x proxy meets no declared type. 4.9 has no attributes.
+    own = _raw_topic_config(cluster, holder, topic)
+    assert own.get("attributes") == ({} if cluster.major == 5 else None), own
 
     def route_kept_until(deadline: float) -> bool:
         assert {ns: _queues(r) for ns, r in cluster.routes(topic).items()} == {
@@ -155,6 +162,14 @@ def test_one_send_leaves_a_new_topic_on_one_broker_for_good(
     assert {e.queue_id for e in later} == {0, 1, 2, 3}
     (model_other,) = set(BROKERS) - {model_holder}
     assert "Once" not in world.broker(model_other).topics
+
+
+def _raw_topic_config(cluster: RocketMQCluster, broker: str, topic: str) -> dict[str, object]:
+    """The topic's config in the broker's table as the broker writes it (every field)."""
+    with remoting.Connection(cluster.broker(broker).addr) as conn:
+        body = conn.ask(remoting.GET_ALL_TOPIC_CONFIG, "the topic table")
+    config: dict[str, object] = fastjson.loads(body)["topicConfigTable"][topic]
+    return config
 
 
 def _placed(outcome: SendOutcome) -> tuple[str, int]:

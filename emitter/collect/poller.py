@@ -10,7 +10,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from emitter.collect.metrics import CollectorMetrics, ErrorReason
 from routewatch import remoting
@@ -73,22 +73,45 @@ class RouteAsker(Protocol):
 ROUTE_PASSES = 3  # a sentinel's answer can call for every topic of a broker: two passes suffice
 
 
+# RocketMQ 5's authentication refusals (code 16, NO_PERMISSION; the remark is the exception's
+# message: DefaultAuthenticationHandler, DefaultAuthenticationContextBuilder)
+_UNSIGNED_5 = "username cannot be null"
+_CREDENTIALS_5 = ("is not found", "check signature failed", "is disabled")
+
+
+def _acl_refusal(exc: BaseException) -> Literal["unsigned", "credentials"] | None:
+    """Whether a broker refused a request for its ACL: 4.9's plain ACL answers with an
+    ``AclException``; 5.x's authentication with NO_PERMISSION and one of its sentences."""
+    if not isinstance(exc, remoting.RemotingError):
+        return None
+    said = str(exc)
+    if "AclException" in said:
+        return "unsigned" if "No accessKey" in said else "credentials"
+    remark = (exc.remark or "").lower()
+    if exc.code == remoting.NO_PERMISSION and _UNSIGNED_5 in remark:
+        return "unsigned"
+    if exc.code == remoting.NO_PERMISSION and any(c in remark for c in _CREDENTIALS_5):
+        return "credentials"
+    return None
+
+
 def _reason(exc: BaseException) -> tuple[ErrorReason, str]:
     """(counter label, words for the log) of a failed request."""
     if isinstance(exc, TimeoutError | socket.timeout):
         return "timeout", str(exc) or "timed out"
     if isinstance(exc, remoting.ProtocolError):
         return "garbage", f"answered something that is not RocketMQ's protocol ({exc})"
-    if isinstance(exc, remoting.RemotingError) and "AclException" in str(exc):
-        if "No accessKey" in str(exc):
-            return "refused", (
-                "refuses unsigned requests: ACL is enabled there; set "
-                "ROUTEWATCH_COLLECT_ACCESS_KEY and ROUTEWATCH_COLLECT_SECRET_KEY to an account "
-                "of its plain_acl.yml"
-            )
+    refusal = _acl_refusal(exc)
+    if refusal == "unsigned":
+        return "refused", (
+            "refuses unsigned requests: ACL is enabled there; set "
+            "ROUTEWATCH_COLLECT_ACCESS_KEY and ROUTEWATCH_COLLECT_SECRET_KEY to an account "
+            "of its plain_acl.yml (4.9) or a user of its authentication (5.x)"
+        )
+    if refusal == "credentials":
         return "refused", (
             f"refuses the collector's ACL credentials ({exc}); check ROUTEWATCH_COLLECT_ACCESS_KEY "
-            "and ROUTEWATCH_COLLECT_SECRET_KEY against its plain_acl.yml"
+            "and ROUTEWATCH_COLLECT_SECRET_KEY against its plain_acl.yml (4.9) or its users (5.x)"
         )
     if isinstance(exc, remoting.RemotingError):
         return "refused", f"refused the request ({exc})"

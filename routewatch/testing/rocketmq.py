@@ -509,9 +509,39 @@ class Broker(_Process):
         if spec.broker_id > 0:
             props["brokerRole"] = "SLAVE"
         if spec.acl is not None:
-            props["aclEnable"] = "true"
+            props.update(self._acl_properties())
         props.update(spec.properties)
         return props
+
+    def _acl_properties(self) -> dict[str, str]:
+        """ACL on: 4.9's plain ACL (``aclEnable``); on 5.x, its authentication and authorization
+        (``authenticationEnabled``: 5.x dropped the plain ACL), with a super user of the
+        harness's own for the broker's calls and the spec's account as a normal user, taken
+        from the same plain_acl.yml by 5.x's migration (``migrateAuthFromV1Enabled``)."""
+        if release(self.home)[0] < 5:
+            return {"aclEnable": "true"}
+        auth = "org.apache.rocketmq.auth"
+        superuser = {"username": "harness", "password": f"harness-{self.port}"}
+        return {
+            "authenticationEnabled": "true",
+            "authenticationProvider": (
+                f"{auth}.authentication.provider.DefaultAuthenticationProvider"
+            ),
+            "authenticationMetadataProvider": (
+                f"{auth}.authentication.provider.LocalAuthenticationMetadataProvider"
+            ),
+            "authorizationEnabled": "true",
+            "authorizationProvider": f"{auth}.authorization.provider.DefaultAuthorizationProvider",
+            "authorizationMetadataProvider": (
+                f"{auth}.authorization.provider.LocalAuthorizationMetadataProvider"
+            ),
+            "initAuthenticationUser": json.dumps(superuser, separators=(",", ":")),
+            "innerClientAuthenticationCredentials": json.dumps(
+                {"accessKey": superuser["username"], "secretKey": superuser["password"]},
+                separators=(",", ":"),
+            ),
+            "migrateAuthFromV1Enabled": "true",
+        }
 
     def jvm_flags(self) -> tuple[str, ...]:
         """With ACL, where its plain_acl.yml is: RocketMQ reads the file named by
