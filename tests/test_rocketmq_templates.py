@@ -35,12 +35,17 @@ auto-creation off broker by broker. What the real system did:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import uuid
 
 import pytest
 
+from emitter.collect.derive import Deriver
+from emitter.collect.metrics import CollectorMetrics
+from emitter.collect.poller import Poller
 from routewatch import remoting
+from routewatch.events import HeldTopic
 from routewatch.events import TopicConfig as ModelTopicConfig
 from routewatch.remoting import QueueData, TopicConfig
 from routewatch.testing.processes import wait_for
@@ -48,6 +53,7 @@ from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, MQAdminError, R
 from tests.support.model_twin import model_routes, model_sends, model_world
 from tests.support.rocketmq import EVERY_MAJOR, module_cluster
 from tests.support.route_driver import ProducerSpec, RouteDriver, SendOutcome, module_driver
+from tests.support.traces import evaluate_events
 
 pytestmark = pytest.mark.rocketmq
 
@@ -238,6 +244,25 @@ def _refused(outcome: SendOutcome) -> bool:
     )
 
 
+def _collector_sees_the_stale_template(cluster: RocketMQCluster) -> None:
+    poller = Poller([cluster.namesrv_addr()], CollectorMetrics())
+    deriver = Deriver(30)
+    try:
+        written = {e.broker: e for e in deriver.derive(poller.poll(deriver.known, deriver))}
+    finally:
+        poller.close()
+    stale = written["broker-b"]
+    assert stale.topics["TBW102"] == ModelTopicConfig(read_queue_nums=8, write_queue_nums=8, perm=7)
+    assert stale.held == {"TBW102": HeldTopic(held=True, perm=6)}
+    assert written["broker-a"].held is None
+    events = [dataclasses.asdict(e) | {"v": 1, "type": "heartbeat"} for e in written.values()]
+    final, _ = evaluate_events(events, CLUSTER)
+    # no template alert: with auto-creation off a TBW102 without the inherit bit is no fault,
+    # and broker-b holds the TBW102 it is routed (the stale route shows at a producer's refused
+    # send: SEND_REJECTED, from the client side)
+    assert [a for a in final if a.broker == "broker-b" or a.topic == "TBW102"] == []
+
+
 def test_a_stale_tbw102_is_routed_and_refuses(
     cluster: RocketMQCluster, driver: RouteDriver
 ) -> None:
@@ -280,6 +305,9 @@ def test_a_stale_tbw102_is_routed_and_refuses(
     # The refusal stripped the inherit bit from broker-b's TBW102, in memory only.
     assert broker.topics()["TBW102"] == TopicConfig(8, 8, 6)
     assert _route(cluster, "TBW102") == template
+    # routewatch collect, starting now, writes what the NameServer routes (perm 7: it asks
+    # TBW102's route each round) and the broker's own TBW102 beside it, the one a send meets
+    _collector_sees_the_stale_template(cluster)
     # With the client's two retries, each refused send lands on broker-a.
     _producer(
         driver,

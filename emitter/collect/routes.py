@@ -11,7 +11,8 @@ a route query found something else — a topic the NameServer routes to the brok
 table lacks (a *stale* route), one it does not route, other counts.
 
 Route queries are asked only where the views can differ (docs/collect.md has the cost table):
-each round the sentinel of each master, the topics of a known override again, the topics that
+each round the sentinel of each master and TBW102 (whose inherit bit a broker strips in memory,
+under the same data version), the topics of a known override again, the topics that
 a NameServer lists but no broker's table holds; at the first look at a master, the topics other
 masters of its cluster hold and it does not; when a broker's table changes, the topics it
 dropped; and every topic of the broker once, when the sentinel's answer fits no known transform
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 
 from routewatch.events import TopicConfig
 from routewatch.remoting import DataVersion, TopicRoute
-from routewatch.rocketmq import PERM_READ, PERM_WRITE
+from routewatch.rocketmq import PERM_READ, PERM_WRITE, TBW102
 
 __all__ = ["AS_REGISTERED", "FULL_CHECK_AFTER_MS", "RouteViews", "Transform", "View", "transformed"]
 
@@ -171,6 +172,11 @@ class RouteViews:
             )
             if (known.transform == UNKNOWN or lagging) and not known.checked_all:
                 wanted |= table.keys()
+        if first and any(TBW102 in base[2] for base in bases.values()):
+            # TBW102 each round: a broker strips its inherit bit in memory on a refused send,
+            # without a new data version, so the table read at a version can differ from the
+            # one the NameServer applied under it (a collector that first reads it afterwards)
+            wanted.add(TBW102)
         if first and listed is not None:
             wanted |= listed - held
         wanted -= self._asked.get(ns, set())

@@ -97,7 +97,18 @@ def test_a_route_as_registered_costs_one_question_and_is_the_table() -> None:
     c.register(V1, T1)
     topics, not_held, transform, complete = c.round(V1, T1)
     assert (topics, not_held, transform, complete) == (T1, (), AS_REGISTERED, True)
-    assert c.asked == [{"broker-a"}]  # the sentinel only
+    assert c.asked == [{"broker-a", "TBW102"}]  # the sentinel and TBW102 only
+
+
+def test_a_template_stripped_in_memory_is_written_as_routed() -> None:
+    """A refused send strips TBW102's inherit bit in the broker's memory, under the same data
+    version: a collector whose first read of that version comes after it still writes what the
+    NameServer applied (TBW102's route is asked each round)."""
+    c = Cluster()
+    c.register(V1, T1)
+    stripped = {**T1, "TBW102": cfg(8, RW)}
+    topics, not_held, _, _ = c.round(V1, stripped)
+    assert topics == T1 == c.ns.routed("broker-a") and not_held == ()
 
 
 def test_a_wiped_write_permission_is_seen_from_the_sentinel_alone() -> None:
@@ -106,7 +117,7 @@ def test_a_wiped_write_permission_is_seen_from_the_sentinel_alone() -> None:
     c.round(V1, T1)
     c.ns.wipe_write_perm("broker-a")
     topics, _, transform, _ = c.round(V1, T1)
-    assert transform == WRITE_WIPED and c.asked[-1] == {"broker-a"}
+    assert transform == WRITE_WIPED and c.asked[-1] == {"broker-a", "TBW102"}
     assert topics == {t: cfg(x.read_queue_nums, x.perm & ~2) for t, x in T1.items()}
     assert topics == c.ns.routed("broker-a")  # what the NameServer really routes
 
@@ -147,12 +158,12 @@ def test_a_topic_the_broker_dropped_stays_routed_and_is_found_once() -> None:
     assert not_held == ("Orders",)
     # asked again each round while it differs, and gone once the NameServer drops it
     c.round(V2, t2)
-    assert c.asked[-1] == {"broker-a", "Orders"}
+    assert c.asked[-1] == {"broker-a", "TBW102", "Orders"}
     c.ns.delete_topic("Orders")
     topics, not_held, _, _ = c.round(V2, t2)
     assert topics == t2 and not_held == ()
     c.round(V2, t2)
-    assert c.asked[-1] == {"broker-a"}
+    assert c.asked[-1] == {"broker-a", "TBW102"}
 
 
 def test_a_topic_routed_that_no_broker_holds_is_found_at_the_first_look() -> None:
@@ -170,10 +181,10 @@ def test_a_topic_other_brokers_hold_is_asked_at_the_first_look_only() -> None:
     # deleted on broker-a before the collector started, while another master still holds it
     own = {t: x for t, x in T1.items() if t != "Orders"}
     topics, not_held, _, _ = c.round(V1, own, own, elsewhere={"Orders", "OnlyElsewhere"})
-    assert c.asked[-1] == {"broker-a", "Orders", "OnlyElsewhere"}
+    assert c.asked[-1] == {"broker-a", "TBW102", "Orders", "OnlyElsewhere"}
     assert not_held == ("Orders",) and topics == c.ns.routed("broker-a")
     c.round(V1, own, own, elsewhere={"Orders", "OnlyElsewhere"})
-    assert c.asked[-1] == {"broker-a", "Orders"}  # the stale route again; the rest asked once
+    assert c.asked[-1] == {"broker-a", "TBW102", "Orders"}  # the stale route again
 
 
 def test_a_route_that_fits_no_transform_is_asked_topic_by_topic_once() -> None:
@@ -187,7 +198,7 @@ def test_a_route_that_fits_no_transform_is_asked_topic_by_topic_once() -> None:
     assert transform == UNKNOWN and c.asked[-1] == set(T1)
     assert topics == c.ns.routed("broker-a")
     c.round(V1, T1)
-    assert c.asked[-1] == {"broker-a", "Orders"}  # the differences only, from then on
+    assert c.asked[-1] == {"broker-a", "TBW102", "Orders"}  # the differences only, from then on
 
 
 def test_a_namesrv_holding_a_table_never_seen_is_asked_topic_by_topic_after_35_s() -> None:
@@ -196,7 +207,7 @@ def test_a_namesrv_holding_a_table_never_seen_is_asked_topic_by_topic_after_35_s
     newest = {**T1, "Later": cfg(4)}  # the broker's table now; the NameServer still has V1's
     # most often a race its next registration ends: nothing asked topic by topic, no view yet
     *_, complete = c.round(V1, newest, newest, seen=False, now=0)
-    assert not complete and c.asked[-1] == {"broker-a"}
+    assert not complete and c.asked[-1] == {"broker-a", "TBW102"}
     *_, complete = c.round(V1, newest, newest, seen=False, now=34_999)
     assert not complete
     topics, not_held, _, complete = c.round(V1, newest, newest, seen=False, now=35_000)
