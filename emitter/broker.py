@@ -254,10 +254,13 @@ class Broker:
             return
         names = sorted(self.topics)
         size = self.split_size
-        if size is None or len(names) <= size:
+        if size is None or len(names) < size:
             self._register(self.topics, full=True)
             return
-        chunks = [names[i : i + size] for i in range(0, len(names), size)]
+        # 5.x (BrokerController.registerBrokerAll): a chunk each time `size` topics are
+        # gathered, then the rest — sent even when empty, as the table divides
+        whole = len(names) - len(names) % size
+        chunks = [names[i : i + size] for i in range(0, whole, size)] + [names[whole:]]
         for part, chunk in enumerate(chunks):
             self._register(
                 {t: self.topics[t] for t in chunk}, full=True, part=part, parts=len(chunks)

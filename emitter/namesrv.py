@@ -17,6 +17,12 @@ RocketMQ"):
   start, then every 10 s in 4.x, 5 s in 5.x) can. When a broker name has no address left, its
   queue data goes from every topic.
 - A split registration (5.x) is applied when all its parts have arrived.
+- 5.x's ``deleteTopicWithBrokerRegistration``: every registration of a master is taken as its
+  whole table, each part of a split one and a new topic's own registration included — the
+  broker's topics it does not carry leave its routes, so a split registration leaves only its
+  last part routed, and a topic made on the broker is its only one until the next full
+  registration (``RouteInfoManager.registerBroker``; 5.5.0 did so,
+  ``tests/test_rocketmq_registration.py``).
 - ``wipeWritePerm`` takes the write bit from every topic of a broker name; ``addWritePerm``
   sets every one to read|write (6) — the inherit bit goes, a read-only topic becomes writable.
   Either lasts until the broker registers a changed table.
@@ -56,9 +62,17 @@ class _Live:
 class NameServer:
     """One NameServer, addressed ``ip:port``."""
 
-    def __init__(self, sim: Simulation, addr: str, version: Release = ROCKETMQ_4) -> None:
+    def __init__(
+        self,
+        sim: Simulation,
+        addr: str,
+        version: Release = ROCKETMQ_4,
+        *,
+        delete_topic_with_registration: bool = False,
+    ) -> None:
         self.sim = sim
         self.addr = addr
+        self.delete_topic_with_registration = delete_topic_with_registration
         self.scan_interval_ms = scan_interval_ms(version)
         self.live: dict[BrokerKey, _Live] = {}
         self.broker_ids: dict[str, set[int]] = {}  # brokerAddrTable: broker name -> ids
@@ -91,6 +105,10 @@ class NameServer:
             live = self.live[key] = _Live(self.sim.now, None)
         live.last_update_ms = self.sim.now
         self.sim.after(BROKER_EXPIRY_MS, functools.partial(self._idle, key, self.sim.now))
+        if self.delete_topic_with_registration and hb.broker_id == 0:
+            self._replace(hb.broker, hb.topics, changed)
+            live.data_version = hb.data_version
+            return
         if hb.parts is not None and hb.parts > 1:
             if live.parts_version != hb.data_version:
                 if not changed:
@@ -110,6 +128,20 @@ class NameServer:
         if hb.broker_id == 0:
             for topic, config in topics.items():
                 self.queues.setdefault(topic, {})[hb.broker] = config
+
+    def _replace(self, broker: str, topics: dict[str, TopicConfig], changed: bool) -> None:
+        """One registration as the broker's whole table (``deleteTopicWithBrokerRegistration``):
+        the topics it lacks leave the broker's routes; its topics are applied when its version
+        changed, or when not routed to the broker yet (5.x's ``isTopicConfigChanged``)."""
+        routed = self.topics_of(broker)
+        for topic in routed - topics.keys():
+            queues = self.queues[topic]
+            del queues[broker]
+            if not queues:
+                del self.queues[topic]
+        for topic, config in topics.items():
+            if changed or topic not in routed:
+                self.queues.setdefault(topic, {})[broker] = config
 
     def _idle(self, key: BrokerKey, registered_ms: int) -> None:
         """120 s after a registration: if none came since, the idle channel is closed."""

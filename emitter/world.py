@@ -118,9 +118,17 @@ class World:
 
     # -- topology -----------------------------------------------------------------------------
 
-    def add_namesrv(self, addr: str | None = None) -> NameServer:
+    def add_namesrv(
+        self, addr: str | None = None, *, delete_topic_with_registration: bool = False
+    ) -> NameServer:
+        """A NameServer, started now (``delete_topic_with_registration``: 5.x's setting)."""
         addr = addr or f"10.0.0.{100 + len(self.namesrvs)}:9876"
-        ns = NameServer(self.sim, addr, self.version)
+        ns = NameServer(
+            self.sim,
+            addr,
+            self.version,
+            delete_topic_with_registration=delete_topic_with_registration,
+        )
         self.namesrvs[addr] = ns
         ns.start()
         return ns

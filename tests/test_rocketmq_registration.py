@@ -33,11 +33,13 @@ import pytest
 from emitter.collect.derive import Deriver
 from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
+from emitter.world import World
 from routewatch import remoting
 from routewatch.codec import encode
 from routewatch.events import CollectorRound, Heartbeat
 from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from tests.support.model_twin import model_world
 from tests.support.rocketmq import module_cluster
 from tests.support.traces import evaluate_events
 
@@ -112,6 +114,17 @@ def test_a_deleting_namesrv_keeps_only_the_last_chunk_of_a_split_registration(
     # broker-b registers whole: nothing of its own is left out
     assert _routed(cluster, "ns1", "broker-b") == set(cluster.broker("broker-b").topics())
 
+    # the model, under the same settings: the same rule over its own (smaller) tables
+    world = _model(cluster)
+    world.run(100)
+    a, b = world.broker("broker-a"), world.broker("broker-b")
+    ns1, ns2 = world.namesrvs["ns1"], world.namesrvs["ns2"]
+    assert ns2.topics_of("broker-a") == set(a.topics)
+    assert ns1.topics_of("broker-a") == set(
+        sorted(a.topics)[len(a.topics) - len(a.topics) % SPLIT :]
+    )
+    assert ns1.topics_of("broker-b") == set(b.topics)
+
 
 def test_a_deleting_namesrv_routes_a_broker_one_topic_after_it_makes_one(
     cluster: RocketMQCluster,
@@ -135,6 +148,30 @@ def test_a_deleting_namesrv_routes_a_broker_one_topic_after_it_makes_one(
         45,
         "broker-b's next full registration on ns1",
     )
+
+    # the model: the topic made at 45 s alone on ns1 until broker-b's registration at 70 s (at
+    # start, then from 10 s every 30 s)
+    world = _model(cluster)
+    model_b = world.broker("broker-b")
+    world.at(45, lambda: model_b.upsert_topic("Made", 4, 4))
+    world.run(50)
+    assert world.namesrvs["ns1"].topics_of("broker-b") == {"Made"}
+    assert world.namesrvs["ns2"].topics_of("broker-b") == set(model_b.topics)
+    world.run(69)
+    assert world.namesrvs["ns1"].topics_of("broker-b") == {"Made"}
+    world.run(70)
+    assert world.namesrvs["ns1"].topics_of("broker-b") == set(model_b.topics)
+
+
+def _model(cluster: RocketMQCluster) -> World:
+    """The emitter's model of :data:`SPEC` under the cluster's release, its brokers holding
+    the twelve topics from the start."""
+    world = model_world(SPEC, release=cluster.release)
+    for name in ("broker-a", "broker-b"):
+        broker = world.broker(name)
+        for topic in TOPICS:
+            broker.upsert_topic(topic, 4, 4, register=False)
+    return world
 
 
 def test_the_collector_writes_what_each_namesrv_routes(cluster: RocketMQCluster) -> None:

@@ -22,9 +22,13 @@ def model_world(spec: ClusterSpec, seed: int = 0, release: tuple[int, ...] = ROC
     """The model of ``spec`` under the behaviour of ``release``'s line (a real cluster's
     ``cluster.release``): its NameServers (addressed by their names) and brokers, started."""
     world = World(seed, version=line_of(release))
+    five = release[0] >= 5  # the two 5.x settings below; a 4.9 process ignores them
     for name in spec.namesrvs:
-        world.add_namesrv(name)
+        props = spec.namesrv_properties.get(name, {})
+        deleting = five and props.get("deleteTopicWithBrokerRegistration") == "true"
+        world.add_namesrv(name, delete_topic_with_registration=deleting)
     for b in spec.brokers:
+        split = five and b.properties.get("enableSplitRegistration") == "true"
         world.add_broker(
             b.name,
             cluster=b.cluster,
@@ -32,6 +36,8 @@ def model_world(spec: ClusterSpec, seed: int = 0, release: tuple[int, ...] = ROC
             auto_create=b.auto_create_topic,
             namesrvs=b.namesrvs,
             default_topic_queue_nums=b.default_topic_queue_nums,
+            # (5.x's default size, 800, when only the switch is set)
+            split_size=int(b.properties.get("splitRegistrationSize", "800")) if split else None,
         )
     return world
 
