@@ -9,8 +9,10 @@ of the broker: a NameServer does not hold them), and for a master the topics of 
 look auto-created (``inferred_auto_created``: :mod:`emitter.inference`, each poll one look).
 One is written when anything of it changed, and otherwise every ``heartbeat_interval_s``
 while the NameServer lists the broker. A broker that a NameServer no longer lists gets no more
-heartbeats for it: the job expires it there 120 s after the last one. Nothing is written for a
-NameServer that did not answer.
+heartbeats for it: the job expires it there 120 s after the last one — or after the timeout
+the broker registers with, written in its heartbeats, where it sets one (5.x's
+slave-acting-master mode; at least two polls, and renewed every half of it). Nothing is written
+for a NameServer that did not answer.
 """
 
 from __future__ import annotations
@@ -92,19 +94,6 @@ class Deriver:
         self._absorbed: int | None = None  # id of the snapshot whose tables were taken in
 
     # -- the route questions (emitter.collect.poller.RouteAsker) --------------------------------
-
-    def _timeout(self, own_ms: int | None) -> int | None:
-        """The timeout written for a broker that registers with its own (slave-acting-master
-        mode): that one, or two polls if longer — the collector renews a broker only when it
-        looks, so a shorter one would expire live brokers between two looks."""
-        return None if own_ms is None else max(own_ms, 2 * self.poll_ms)
-
-    def _renew_ms(self, written: _Written) -> int:
-        """The longest gap between two heartbeats of a broker: the heartbeat interval, or half
-        the broker's own timeout."""
-        if written.timeout_ms is None:
-            return self.interval_ms
-        return min(self.interval_ms, written.timeout_ms // 2)
 
     def _newest(self, addr: str) -> DataVersion | None:
         versions = [v for a, v in self._tables if a == addr]
@@ -317,6 +306,19 @@ class Deriver:
         if own_tbw102 and (routed_tbw102 is None or routed_tbw102.perm != own_tbw102.perm):
             held.append((TBW102, HeldTopic(held=True, perm=own_tbw102.perm)))
         return base, view.version, view.topics, tuple(sorted(held))
+
+    def _timeout(self, own_ms: int | None) -> int | None:
+        """The timeout written for a broker that registers with its own (slave-acting-master
+        mode): that one, or two polls if longer — the collector renews a broker only when it
+        looks, so a shorter one would expire live brokers between two looks."""
+        return None if own_ms is None else max(own_ms, 2 * self.poll_ms)
+
+    def _renew_ms(self, written: _Written) -> int:
+        """The longest gap between two heartbeats of a broker: the heartbeat interval, or half
+        the broker's own timeout."""
+        if written.timeout_ms is None:
+            return self.interval_ms
+        return min(self.interval_ms, written.timeout_ms // 2)
 
     def _heartbeat(
         self, ns: str, key: BrokerKey, addr: str, ts: int, version: DataVersion | None
