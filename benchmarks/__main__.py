@@ -32,6 +32,7 @@ BENCHMARKS = (
     "detection_latency",
     "api_load",
     "collect_cost",
+    "chained_state",  # a prototype's findings (issue 38), not a headline figure
 )
 
 TARGETS = {
