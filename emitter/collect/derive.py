@@ -11,7 +11,7 @@ One is written when anything of it changed, and otherwise every ``heartbeat_inte
 while the NameServer lists the broker. A broker that a NameServer no longer lists gets no more
 heartbeats for it: the job expires it there 120 s after the last one — or after the timeout
 the broker registers with, written in its heartbeats, where it sets one (5.x's
-slave-acting-master mode; at least two polls, and renewed every half of it). Nothing is written
+slave-acting-master mode; at least two polls, and renewed before two polls are left of it). Nothing is written
 for a NameServer that did not answer.
 """
 
@@ -314,11 +314,16 @@ class Deriver:
         return None if own_ms is None else max(own_ms, 2 * self.poll_ms)
 
     def _renew_ms(self, written: _Written) -> int:
-        """The longest gap between two heartbeats of a broker: the heartbeat interval, or half
-        the broker's own timeout."""
+        """How old a broker's last heartbeat may grow before a poll renews it: the heartbeat
+        interval; for a broker with its own timeout, also at most half of it, and at most the
+        timeout less two polls — the poll after one that skipped the renewal can come a little
+        more than a poll later (polls keep a fixed rate; NameServers answer with some jitter),
+        and it must still come before the timeout. With the written timeout at two polls, that
+        renews the broker at every poll."""
         if written.timeout_ms is None:
             return self.interval_ms
-        return min(self.interval_ms, written.timeout_ms // 2)
+        timeout = written.timeout_ms
+        return max(0, min(self.interval_ms, timeout // 2, timeout - 2 * self.poll_ms))
 
     def _heartbeat(
         self, ns: str, key: BrokerKey, addr: str, ts: int, version: DataVersion | None

@@ -80,8 +80,22 @@ def test_a_timeout_shorter_than_two_polls_is_written_as_two_polls() -> None:
     d = Deriver(10, source="t", poll_interval_s=10)
     (first,) = d.derive(snap(0, {NS1: V1}, T1, timeout_ms=10_000))
     assert first.heartbeat_timeout_ms == 20_000
-    (renewal,) = d.derive(snap(10_000, {NS1: V1}, timeout_ms=10_000))
-    assert renewal.ts == 10_000
+    # every poll renews it, even one that came a little early: had the poll at 9.99 s skipped
+    # the renewal, the next (19.99 s, or later with a NameServer slower to answer) would race
+    # the job's expiry at 20 s
+    for ts in (9_990, 19_985, 30_010, 39_990):
+        (renewal,) = d.derive(snap(ts, {NS1: V1}, timeout_ms=10_000))
+        assert renewal.ts == ts and renewal.heartbeat_timeout_ms == 20_000
+
+
+def test_a_long_own_timeout_is_renewed_before_two_polls_are_left_of_it() -> None:
+    """30 s of its own, polls every 10 s: renewed once 10 s old — at the latest about two polls
+    later, still inside the 30 s."""
+    d = Deriver(30, source="t", poll_interval_s=10)
+    d.derive(snap(0, {NS1: V1}, T1, timeout_ms=30_000))
+    assert d.derive(snap(9_990, {NS1: V1}, timeout_ms=30_000)) == []
+    (renewal,) = d.derive(snap(19_995, {NS1: V1}, timeout_ms=30_000))
+    assert renewal.heartbeat_timeout_ms == 30_000
 
 
 def test_a_changed_version_or_setting_is_written_at_once() -> None:
