@@ -11,8 +11,8 @@ One is written when anything of it changed, and otherwise every ``heartbeat_inte
 while the NameServer lists the broker. A broker that a NameServer no longer lists gets no more
 heartbeats for it: the job expires it there 120 s after the last one — or after the timeout
 the broker registers with, written in its heartbeats, where it sets one (5.x's
-slave-acting-master mode; at least two polls, and renewed before two polls are left of it). Nothing is written
-for a NameServer that did not answer.
+slave-acting-master mode; at least two polls, and renewed before two polls are left of it).
+Nothing is written for a NameServer that did not answer.
 """
 
 from __future__ import annotations
