@@ -48,6 +48,7 @@ NoRouteCause = Literal[
     "CREATE_TOPIC_KEY_MISMATCH",
     "AUTO_CREATE_DISABLED",
     "TEMPLATE_MISSING",
+    "GRPC_NOT_CREATED",
     "UNKNOWN",
 ]
 

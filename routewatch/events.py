@@ -27,6 +27,7 @@ __all__ = [
     "InferredAutoCreation",
     "InferredFound",
     "NamesrvReach",
+    "ProxyRouteMiss",
     "PullResult",
     "QueueData",
     "Role",
@@ -193,10 +194,22 @@ class Send(Envelope):
     auto_created: bool | None = optional()
 
 
-Event = Heartbeat | RoutePull | Send | CollectorRound
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyRouteMiss(Envelope):
+    """A RocketMQ 5 proxy found no route on its NameServers for a topic one of its gRPC clients
+    asked for (the proxy's log line, read by ``routewatch collect``): the gRPC client's
+    ``TOPIC_NOT_FOUND``, its form of "No route info of this topic"."""
 
-EVENT_CLASSES: dict[str, type[Heartbeat] | type[RoutePull] | type[Send] | type[CollectorRound]] = {
-    cls.TYPE: cls for cls in (Heartbeat, RoutePull, Send, CollectorRound)
+    TYPE: ClassVar[str] = "proxy_route_miss"
+    proxy: str
+    topic: str
+    thread: str
+
+
+Event = Heartbeat | RoutePull | Send | CollectorRound | ProxyRouteMiss
+
+EVENT_CLASSES: dict[str, type[Event]] = {
+    cls.TYPE: cls for cls in (Heartbeat, RoutePull, Send, CollectorRound, ProxyRouteMiss)
 }
 
 

@@ -92,7 +92,7 @@ def test_a_new_topic_is_not_found_and_created_nowhere(
         for name in BROKERS:
             assert topic not in cluster.broker(name).topics()
     # the one trace on the broker side: the proxy's WARN of each NameServer miss
-    log = (proxy.dir / "logs" / "rocketmqlogs" / "proxy.log").read_text(errors="replace")
+    log = proxy.default_log.read_text(errors="replace")
     for topic in (sent, declared):
         assert f"get Topic [{topic}] RouteInfoFromNameServer is not exist value" in log
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -14,6 +16,7 @@ from emitter.collect.derive import Deriver
 from emitter.collect.forward import Forwarder
 from emitter.collect.metrics import CollectorMetrics, MetricsServer
 from emitter.collect.poller import Poller
+from emitter.collect.proxylog import ProxyLog
 from emitter.collect.settings import CollectSettings
 from emitter.sinks import sink_for
 from routewatch.errors import RoutewatchError
@@ -46,6 +49,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "and then removed; repeat for several (default ROUTEWATCH_COLLECT_FORWARD_DIRS)",
     )
     parser.add_argument(
+        "--proxy-log",
+        metavar="FILE",
+        action="append",
+        type=Path,
+        help="the log of a RocketMQ 5 proxy on this host (with its own logging, "
+        "~/logs/rocketmqlogs/broker_default.log), followed for its gRPC clients' route misses; "
+        "repeat for several (default ROUTEWATCH_COLLECT_PROXY_LOGS)",
+    )
+    parser.add_argument(
         "--to",
         choices=["kafka", "spool", "stdout"],
         default="spool",
@@ -53,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "default (ROUTEWATCH_SPOOL_DIR; the default), Kafka (ROUTEWATCH_KAFKA_*) or stdout",
     )
     parser.add_argument(
-        "--once", action="store_true", help="poll and forward once, write, and exit"
+        "--once",
+        action="store_true",
+        help="poll and forward once (and read each proxy log whole), write, and exit",
     )
     parser.set_defaults(handler=_run)
 
@@ -97,18 +111,29 @@ def forward_dirs(given: list[Path], to: str, spool_dir: Path) -> list[Path]:
     return dirs
 
 
-def what_to_do(namesrv: str, forward: list[Path]) -> list[str]:
-    """The NameServers to watch (none when only forwarding); a :class:`RoutewatchError` when
-    there is nothing to do."""
-    if not namesrv.strip() and forward:
+def what_to_do(namesrv: str, forward: list[Path], proxy_logs: Sequence[Path] = ()) -> list[str]:
+    """The NameServers to watch (none when only forwarding or reading proxy logs); a
+    :class:`RoutewatchError` when there is nothing to do."""
+    if not namesrv.strip() and (forward or proxy_logs):
         return []
     if not namesrv.strip():
         raise RoutewatchError(
             "nothing to collect: give --namesrv 'host:port;host:port' (or set "
             "ROUTEWATCH_COLLECT_NAMESRV) to watch a cluster, --forward DIR (or set "
-            "ROUTEWATCH_COLLECT_FORWARD_DIRS) to forward a client library's spool, or both."
+            "ROUTEWATCH_COLLECT_FORWARD_DIRS) to forward a client library's spool, "
+            "--proxy-log FILE (or set ROUTEWATCH_COLLECT_PROXY_LOGS) to follow a proxy's "
+            "log, or several of them."
         )
     return namesrv_list(namesrv)
+
+
+def proxy_log_files(given: list[Path]) -> list[Path]:
+    """The proxy logs to follow, absolute; a :class:`RoutewatchError` for one named twice."""
+    files = [path.absolute() for path in given]
+    for path in files:
+        if files.count(path) > 1:
+            raise RoutewatchError(f"--proxy-log names {path} twice: name each file once.")
+    return files
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -118,7 +143,8 @@ def _run(args: argparse.Namespace) -> int:
     forward = forward_dirs(
         args.forward or list(settings.collect_forward_dirs), args.to, settings.spool_dir
     )
-    namesrvs = what_to_do(args.namesrv or settings.collect_namesrv, forward)
+    proxy_files = proxy_log_files(args.proxy_log or list(settings.collect_proxy_logs))
+    namesrvs = what_to_do(args.namesrv or settings.collect_namesrv, forward, proxy_files)
     collector_metrics = CollectorMetrics()
     sink = sink_for(args.to, settings, origin="live")
     metrics_server = None
@@ -138,6 +164,17 @@ def _run(args: argparse.Namespace) -> int:
         else None
     )
     forwarder = Forwarder(forward, sink, collector_metrics) if forward else None
+    host_name = socket.gethostname()
+    proxy_logs = [
+        ProxyLog(
+            path,
+            settings.collect_proxy_cluster,
+            f"{host_name}:{path}",
+            settings.collect_proxy_log_utc_offset_h,
+            from_start=args.once,
+        )
+        for path in proxy_files
+    ]
     collector = Collector(
         poller,
         Deriver(
@@ -151,6 +188,7 @@ def _run(args: argparse.Namespace) -> int:
         forwarder,
         settings.collect_forward_interval_s,
         settings.collect_start_timeout_s,
+        proxy_logs,
     )
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -167,6 +205,11 @@ def _run(args: argparse.Namespace) -> int:
         signed = f", signing as {credentials.access_key}" if credentials else ""
         doing.append(
             f"watching {';'.join(namesrvs)} every {settings.collect_poll_interval_s:g} s{signed}"
+        )
+    if proxy_files:
+        doing.append(
+            f"following the proxy log(s) {', '.join(map(str, proxy_files))} of cluster "
+            f"{settings.collect_proxy_cluster}"
         )
     if forward:
         doing.append(
@@ -189,6 +232,8 @@ def _run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
         if poller is not None:
             poller.close()
+        for proxy_log in proxy_logs:
+            proxy_log.close()
         delivered: int | None = None
         try:
             delivered = sink.close()  # raises, saying what it gave up on, after a failure

@@ -11,6 +11,7 @@ from emitter.collect.derive import Deriver
 from emitter.collect.forward import Forwarder
 from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
+from emitter.collect.proxylog import ProxyLog
 from emitter.sinks import Sink
 from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
@@ -23,9 +24,10 @@ log = logging.getLogger("routewatch.collect")
 
 class Collector:
     """Polls every ``poll_interval_s`` and writes the heartbeats each poll calls for to
-    ``sink``, and forwards the client library's files every ``forward_interval_s`` into the
-    same sink, until :meth:`stop` (from a signal handler or another thread). Without a poller
-    it only forwards; without a forwarder it only polls."""
+    ``sink``, and forwards the client library's files and reads the proxies' logs every
+    ``forward_interval_s`` into the same sink, until :meth:`stop` (from a signal handler or
+    another thread). Without a poller it only forwards and reads; without those it only
+    polls."""
 
     def __init__(
         self,
@@ -38,6 +40,7 @@ class Collector:
         forwarder: Forwarder | None = None,
         forward_interval_s: float = 1.0,
         start_timeout_s: float = 0.0,
+        proxy_logs: list[ProxyLog] | None = None,
     ) -> None:
         self.poller = poller
         self.deriver = deriver
@@ -48,6 +51,7 @@ class Collector:
         if forwarder is not None and forwarder.sink is not sink:
             raise ValueError("the forwarder must write through the collector's own sink")
         self.forwarder = forwarder
+        self.proxy_logs = proxy_logs or []
         self.forward_interval_s = forward_interval_s
         self.start_timeout_s = start_timeout_s
         self.reached = False  # some NameServer has answered a poll
@@ -66,8 +70,16 @@ class Collector:
             raise self._unreached("at its poll")
 
     def forward_once(self) -> int:
-        """One look into the forwarded directories; how many events were forwarded."""
-        return self.forwarder.forward_once() if self.forwarder is not None else 0
+        """One look into the forwarded directories and the proxies' logs; how many events
+        were forwarded or written."""
+        forwarded = self.forwarder.forward_once() if self.forwarder is not None else 0
+        misses = [e for proxy_log in self.proxy_logs for e in proxy_log.read()]
+        for event in misses:
+            self.sink.write(encode(event), f"{event.cluster}/{event.topic}".encode())
+        if misses:
+            self.sink.poll()
+            self.metrics.events_written.inc(len(misses))
+        return forwarded + len(misses)
 
     def poll_once(self) -> int:
         """One poll; how many events it wrote."""
@@ -92,7 +104,7 @@ class Collector:
         start = time.monotonic()
         never = float("inf")
         next_poll = start if self.poller is not None else never
-        next_forward = start if self.forwarder is not None else never
+        next_forward = start if self.forwarder is not None or self.proxy_logs else never
         next_log = start + self.log_interval_s
         while not self._stop.is_set():
             # forwarding first: a backlog of client events (after a restart, or an outage of

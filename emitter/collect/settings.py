@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from emitter.settings import EmitterSettings
@@ -72,6 +72,25 @@ class CollectSettings(EmitterSettings):
         "client events' detection latency.",
     )
 
+    collect_proxy_logs: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(),
+        description="Logs of RocketMQ 5 proxies on this host whose gRPC clients' route misses "
+        "become proxy_route_miss events, /path;/path — with the proxy's own logging, "
+        "~/logs/rocketmqlogs/broker_default.log of the user it runs as (--proxy-log wins; "
+        "docs/collect.md).",
+    )
+    collect_proxy_cluster: str = Field(
+        default="DefaultCluster",
+        description="The cluster those proxies serve (their rocketMQClusterName).",
+    )
+    collect_proxy_log_utc_offset_h: float = Field(
+        default=8.0,
+        ge=-14,
+        le=14,
+        description="The UTC offset, in hours, of the times in those logs: the proxy's own "
+        "logging writes UTC+8 whatever the host's zone.",
+    )
+
     collect_access_key: str = Field(
         default="",
         description="For a cluster with ACL enabled (aclEnable=true): the access key of an "
@@ -97,20 +116,20 @@ class CollectSettings(EmitterSettings):
             return None
         return Credentials(self.collect_access_key, self.collect_secret_key.get_secret_value())
 
-    @field_validator("collect_forward_dirs", mode="before")
+    @field_validator("collect_forward_dirs", "collect_proxy_logs", mode="before")
     @classmethod
-    def _split_forward_dirs(cls, value: Any) -> Any:
+    def _split_paths(cls, value: Any) -> Any:
         if not isinstance(value, str):
             return value
         return tuple(Path(part.strip()) for part in value.split(";") if part.strip())
 
-    @field_validator("collect_forward_dirs")
+    @field_validator("collect_forward_dirs", "collect_proxy_logs")
     @classmethod
-    def _check_forward_dirs(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+    def _check_paths(cls, value: tuple[Path, ...], info: ValidationInfo) -> tuple[Path, ...]:
         for path in value:
             if not path.is_absolute():
                 raise ValueError(
-                    f"ROUTEWATCH_COLLECT_FORWARD_DIRS must hold absolute paths separated by ';', "
-                    f"got '{path}'"
+                    f"ROUTEWATCH_{str(info.field_name).upper()} must hold absolute paths "
+                    f"separated by ';', got '{path}'"
                 )
         return value

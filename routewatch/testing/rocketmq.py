@@ -198,10 +198,10 @@ def java_command(
     flags = []
     if release(home)[0] >= 5:
         (user_home / "tmp").mkdir(parents=True, exist_ok=True)
-        flags = [
-            f"-Drmq.logback.configurationFile={home / 'conf' / f'logback_{process}.xml'}",
-            f"-Djava.io.tmpdir={user_home / 'tmp'}",
-        ]
+        flags = [f"-Djava.io.tmpdir={user_home / 'tmp'}"]
+        if process:  # (none: the process's own logging, as its distribution starts it)
+            logback = home / "conf" / f"logback_{process}.xml"
+            flags.insert(0, f"-Drmq.logback.configurationFile={logback}")
     return [
         java,
         *heap,
@@ -660,7 +660,9 @@ class Proxy(_Process):
 
     heap = ("-Xms128m", "-Xmx256m", "-XX:MaxDirectMemorySize=128m")
     main = "org.apache.rocketmq.proxy.ProxyStartup"
-    process = "proxy"
+    # its own logging (rmq.proxy.logback.xml in its jar), as the distribution's mqproxy starts
+    # it: the log files and line format an operator's proxy writes (see default_log)
+    process = ""
     config_flag = "-pc"
     started_line = "rocketmq-proxy startup successfully"
 
@@ -699,6 +701,12 @@ class Proxy(_Process):
     @property
     def remoting_addr(self) -> str:
         return f"127.0.0.1:{self.remoting_port}"
+
+    @property
+    def default_log(self) -> Path:
+        """The file of the proxy's root logger, where its lookups' misses go (its own logging:
+        ``~/logs/rocketmqlogs/broker_default.log``)."""
+        return self.dir / "logs" / "rocketmqlogs" / "broker_default.log"
 
 
 class RocketMQCluster:

@@ -159,6 +159,8 @@ class ClusterEngine:
             self._route_pull(event, ts)
         elif kind == "collector_round":
             self._collector_round(event, ts)
+        elif kind == "proxy_route_miss":
+            self.rules.no_route(_as_failed_send(event), ts)
         else:
             self.out.sends[event["status"]] = self.out.sends.get(event["status"], 0) + 1
             self._send(event, ts)
@@ -487,6 +489,13 @@ class ClusterEngine:
         self.meta.no_namesrv_clients = {
             c: t for c, t in self.meta.no_namesrv_clients.items() if t + CLIENT_FORGET_MS > self.now
         }
+
+
+def _as_failed_send(e: dict[str, Any]) -> dict[str, Any]:
+    """A proxy's route miss as the failure of NO_ROUTE_INFO it is for the gRPC client that
+    asked: the proxy stands for its clients (it does not name them), with the gRPC status and
+    no template topic (gRPC clients have none)."""
+    return e | {"client_id": e["proxy"], "status": "TOPIC_NOT_FOUND", "default_topic": None}
 
 
 def _configs(e: dict[str, Any]) -> dict[str, Config]:

@@ -823,6 +823,8 @@ class Rules:
             return "NO_NAMESRV"
         if not live:
             return "NO_LIVE_BROKER"
+        if e["type"] == "proxy_route_miss":
+            return "GRPC_NOT_CREATED"
         reported_tbw102 = bool(self.e.live_holders(TBW102))
         key = e["default_topic"]
         if key != TBW102 and not self.e.live_holders(key) and reported_tbw102:
@@ -868,15 +870,21 @@ class Rules:
             + self._update_topic(topic, "-c", self.cluster, q=8),
             "TEMPLATE_MISSING": "Restore TBW102: restart the brokers with "
             "autoCreateTopicEnable=true, or create the topic.",
+            "GRPC_NOT_CREATED": "Create the topic (gRPC clients never auto-create one): "
+            + self._update_topic(topic, "-c", self.cluster, q=8),
             "UNKNOWN": "Check the client's NameServer address and the topic's route.",
         }
+        failure = (
+            f"fail through proxy {e['proxy']} with TOPIC_NOT_FOUND"
+            if e["type"] == "proxy_route_miss"
+            else 'fail with "No route info of this topic"'
+        )
         self.e.book.raise_or_update(
             key,
             ts,
             severity="critical",
             cause=cause,
-            summary=f'Sends of topic {topic} fail with "No route info of this topic" '
-            f"(cause: {cause}).",
+            summary=f"Sends of topic {topic} {failure} (cause: {cause}).",
             evidence={
                 "first_failure": fail["first"],
                 "last_failure": fail["last"],

@@ -43,7 +43,8 @@ def test_contract_events_are_valid(wire: dict[str, Any]) -> None:
         (
             _with(SEND_OK, type="metric"),
             "unknown_type",
-            "event.type is 'metric', not one of heartbeat, route_pull, send, collector_round",
+            "event.type is 'metric', not one of heartbeat, route_pull, send, collector_round, "
+            "proxy_route_miss",
         ),
         (_with(SEND_OK, type=_DROP), "missing_field", "event.type is missing"),
         (_with(HEARTBEAT, broker=_DROP), "missing_field", "heartbeat.broker is missing"),

@@ -3,25 +3,31 @@ sentence for a bad one."""
 
 from __future__ import annotations
 
+import io
 import os
+import socket
 import threading
 import urllib.request
 from pathlib import Path
 
+import orjson
 import pytest
 
-from emitter.collect.cli import forward_dirs, namesrv_list, what_to_do
+from emitter.collect.cli import forward_dirs, namesrv_list, proxy_log_files, what_to_do
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
 from emitter.collect.metrics import CollectorMetrics
 from emitter.collect.poller import Poller
+from emitter.collect.proxylog import ProxyLog
 from emitter.collect.settings import CollectSettings
 from emitter.settings import EmitterSettings
 from emitter.sinks import sink_for
+from emitter.sinks.local import StdoutSink
 from routewatch.cli import build_parser, main
 from routewatch.errors import RoutewatchError
 from routewatch.settings import SettingsError, load
 from routewatch.testing.processes import free_port, start_routewatch, stop, wait_for
+from routewatch.validation import validate
 
 
 def test_a_namesrv_list_as_clients_write_it() -> None:
@@ -83,8 +89,80 @@ def test_neither_namesrv_nor_forward_is_one_sentence(
     assert capsys.readouterr().err == (
         "routewatch: nothing to collect: give --namesrv 'host:port;host:port' (or set "
         "ROUTEWATCH_COLLECT_NAMESRV) to watch a cluster, --forward DIR (or set "
-        "ROUTEWATCH_COLLECT_FORWARD_DIRS) to forward a client library's spool, or both.\n"
+        "ROUTEWATCH_COLLECT_FORWARD_DIRS) to forward a client library's spool, --proxy-log "
+        "FILE (or set ROUTEWATCH_COLLECT_PROXY_LOGS) to follow a proxy's log, or several of "
+        "them.\n"
     )
+
+
+MISS = (
+    "2026-11-28 14:29:46 WARN GrpcRouteThreadPool-0 - get Topic [{t}] RouteInfoFromNameServer "
+    "is not exist value\n"
+)
+
+
+def test_proxy_logs_alone_need_no_namesrv(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert what_to_do("", [], [Path("/logs/broker_default.log")]) == []
+    assert proxy_log_files([Path("a.log")]) == [Path.cwd() / "a.log"]
+    with pytest.raises(RoutewatchError, match=r"--proxy-log names /a\.log twice: name each file"):
+        proxy_log_files([Path("/a.log"), Path("/a.log")])
+    argv = ["collect", "--proxy-log", "a.log", "--proxy-log", "/b.log"]
+    assert build_parser().parse_args(argv).proxy_log == [Path("a.log"), Path("/b.log")]
+    monkeypatch.setenv("ROUTEWATCH_COLLECT_PROXY_LOGS", "/p/a.log;/p/b.log")
+    assert load(CollectSettings).collect_proxy_logs == (Path("/p/a.log"), Path("/p/b.log"))
+    monkeypatch.setenv("ROUTEWATCH_COLLECT_PROXY_LOGS", "logs/a.log")
+    with pytest.raises(SettingsError, match="ROUTEWATCH_COLLECT_PROXY_LOGS must hold absolute"):
+        load(CollectSettings)
+
+
+def test_once_reads_a_proxy_log_whole_into_the_sink(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "broker_default.log"
+    log.write_text("noise\n" + MISS.format(t="Orders"))
+    monkeypatch.setenv("ROUTEWATCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ROUTEWATCH_COLLECT_PROXY_CLUSTER", "ProdCluster")
+    monkeypatch.delenv("ROUTEWATCH_COLLECT_NAMESRV", raising=False)
+
+    assert main(["collect", "--proxy-log", str(log), "--once", "--to", "stdout"]) == 0
+
+    (line,) = [ln for ln in capsysbinary.readouterr().out.splitlines() if ln.startswith(b"{")]
+    event = orjson.loads(line)
+    assert validate(event) is None
+    assert (event["type"], event["cluster"], event["topic"], event["ts"]) == (
+        "proxy_route_miss",
+        "ProdCluster",
+        "Orders",
+        1_795_847_386_000,  # 14:29:46 at UTC+8
+    )
+    assert event["proxy"] == f"{socket.gethostname()}:{log}"
+
+
+def test_the_loop_follows_a_proxy_log_without_a_poller(tmp_path: Path) -> None:
+    log = tmp_path / "broker_default.log"
+    log.write_text(MISS.format(t="Before"))
+    out = io.BytesIO()
+    counters = CollectorMetrics()
+    collector = Collector(
+        None,
+        Deriver(10),
+        StdoutSink(out),
+        counters,
+        10,
+        forward_interval_s=0.05,
+        proxy_logs=[ProxyLog(log, "C", "p")],
+    )
+    thread = threading.Thread(target=collector.run, daemon=True)
+    thread.start()
+    try:
+        with log.open("a") as f:
+            f.write(MISS.format(t="After"))
+        wait_for(lambda: b'"After"' in out.getvalue(), 30, "the new line's event")
+    finally:
+        collector.stop()
+        thread.join(10)
+    assert b'"Before"' not in out.getvalue()  # written before the start
+    assert counters.value("routewatch_collect_events_written_total") == 1
 
 
 def test_metrics_listen_where_told(tmp_path: Path) -> None:

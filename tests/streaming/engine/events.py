@@ -170,6 +170,19 @@ class Trace:
         }
         self._add(s, cluster, seq, body)
 
+    def proxy_miss(
+        self,
+        s: float,
+        topic: str,
+        *,
+        proxy: str = "proxy-1:/logs/broker_default.log",
+        thread: str = "GrpcRouteThreadPool-0",
+        cluster: str = "C",
+    ) -> None:
+        """A 5.x proxy's NameServer lookup of ``topic`` for a gRPC client found no route."""
+        body = {"type": "proxy_route_miss", "proxy": proxy, "topic": topic, "thread": thread}
+        self._add(s, cluster, None, body)
+
     def every(self, start: float, stop: float, step: float, broker: str, **kw: Any) -> None:
         """Periodic full registrations of ``broker`` from ``start`` through ``stop``."""
         s = start

@@ -556,6 +556,50 @@ def test_a_failure_at_the_instant_of_a_quiet_resolution_reopens() -> None:
     ]
 
 
+# -- gRPC clients' misses, through a proxy ---------------------------------------------------------
+
+
+def test_a_proxys_route_miss_is_no_route_info_of_a_topic_nobody_created() -> None:
+    t = Trace()
+    t.every(0, 240, 30, "a")  # auto-creation on, TBW102 reported: gRPC clients do not use it
+    t.proxy_miss(5, "T")
+    t.proxy_miss(27, "T", thread="GrpcRouteThreadPool-1")  # one line per cache refresh (20 s)
+    # nothing after 27 s: the proxy no longer finds it missing (made, or nobody asks)
+    proxy = "proxy-1:/logs/broker_default.log"
+
+    assert final(run(t), "NO_ROUTE_INFO") == [
+        expect(
+            "NO_ROUTE_INFO",
+            topic="T",
+            severity="critical",
+            opened=5,
+            resolved=147,
+            cause="GRPC_NOT_CREATED",
+            summary=f"Sends of topic T fail through proxy {proxy} with TOPIC_NOT_FOUND "
+            "(cause: GRPC_NOT_CREATED).",
+            evidence={
+                "first_failure": ms(5),
+                "last_failure": ms(27),
+                "failures": 2,
+                "statuses": {"TOPIC_NOT_FOUND": 2},
+                "clients": [proxy],
+                "create_topic_key": None,
+                "resolution": "quiet for 120 s",
+            },
+            remedy="Create the topic (gRPC clients never auto-create one): "
+            f"`mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8`",
+        )
+    ]
+
+
+def test_a_proxys_route_miss_with_no_live_broker_says_so() -> None:
+    t = Trace()
+    t.hb(0, "a")
+    t.proxy_miss(130, "T")  # a expired at 120 s
+
+    assert _cause(run(t)) == "NO_LIVE_BROKER"
+
+
 # -- split registrations --------------------------------------------------------------------------
 
 
