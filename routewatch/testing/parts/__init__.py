@@ -80,14 +80,14 @@ _LOGBACK_4 = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 # RocketMQ 5.x reads its (shaded) logback configuration from its jars unless
-# -Drmq.logback.configurationFile names one; the harness gives each process its own.
+# -Drmq.logback.configurationFile names one; the harness gives each process its own but the
+# proxy, which keeps its jar's (the files and line format an operator's proxy writes).
 _LOGBACK_5 = _LOGBACK_4.replace("ch.qos.logback.", "org.apache.rocketmq.logging.ch.qos.logback.")
 
 _LOG_FILES = {
     "namesrv": "namesrv.log",
     "broker": "broker.log",
     "tools": "tools.log",
-    "proxy": "proxy.log",
 }
 
 
