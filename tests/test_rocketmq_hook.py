@@ -27,26 +27,18 @@ publishes must be a contract event (``routewatch.codec.parse``), and say what th
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
-from routewatch.codec import parse
 from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
-from routewatch.validation import BadInput
+from tests.support.hook_spools import Collector, evaluate_spools, hooked, of, published
 from tests.support.rocketmq import EVERY_MAJOR, module_cluster
 from tests.support.route_driver import HookSpec, ProducerSpec, RouteDriver, SendOutcome
-from tests.support.traces import evaluate_events
 
 pytestmark = [pytest.mark.rocketmq, pytest.mark.usefixtures("collector")]
 
@@ -59,8 +51,6 @@ SPEC = ClusterSpec(
 HOURLY = 3_600_000
 TOPIC_NOT_EXIST = 17
 NOT_FOUND_TOPIC_EXCEPTION = 10005
-COLLECT = (sys.executable, "-m", "routewatch.cli", "collect")
-SPOOL_NAME = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}-\d{8}\.jsonl$")
 
 cluster = module_cluster(SPEC, EVERY_MAJOR)
 
@@ -77,52 +67,6 @@ def spools(cluster: RocketMQCluster, tmp_path_factory: pytest.TempPathFactory) -
     """The folder of every producer's spool, and the collector's, for the evaluation at the end:
     one per cluster (per release line)."""
     return tmp_path_factory.mktemp(f"spools-rocketmq{cluster.major}")
-
-
-class Collector:
-    """``routewatch collect`` over the module's cluster, polling every 0.5 s and writing a
-    heartbeat per broker at least every second into ``spools/collector``: the broker side of
-    the evaluation at the end (the other half of issue 26, used as it is)."""
-
-    def __init__(self, cluster: RocketMQCluster, spool: Path, workdir: Path) -> None:
-        self.spool = spool
-        workdir.mkdir(parents=True, exist_ok=True)
-        env = {
-            **os.environ,
-            "ROUTEWATCH_DATA_DIR": str(workdir / "data"),
-            "ROUTEWATCH_SPOOL_DIR": str(spool),
-            "ROUTEWATCH_SPOOL_ROLL_INTERVAL_S": "0.5",
-            "ROUTEWATCH_COLLECT_POLL_INTERVAL_S": "0.5",
-            "ROUTEWATCH_COLLECT_HEARTBEAT_INTERVAL_S": "1",
-        }
-        with (workdir / "collect.log").open("ab") as log:
-            self.proc = subprocess.Popen(
-                [*COLLECT, "--namesrv", cluster.namesrv_addr(), "--to", "spool"],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-
-    def heartbeats(self) -> list[dict[str, Any]]:
-        if not self.spool.is_dir():
-            return []
-        events = (
-            orjson.loads(line)
-            for path in sorted(self.spool.glob("[0-9]*.jsonl"))
-            for line in path.read_bytes().splitlines()
-        )
-        return [e for e in events if e["type"] == "heartbeat"]  # (not its rounds' reports)
-
-    def stop(self) -> None:
-        """SIGTERM by PID (it publishes what it wrote), SIGKILL if it does not exit."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
 
 
 @pytest.fixture(scope="module")
@@ -146,42 +90,7 @@ def _topic(prefix: str) -> str:
 def _hooked(
     driver: RouteDriver, spools: Path, name: str, namesrv: str | None, **settings: Any
 ) -> dict[str, Any]:
-    """Start a producer with the library installed, writing into ``spools/<name>``."""
-    hook = HookSpec(spool_dir=spools / name, cluster=CLUSTER, roll_interval_ms=200)
-    started = driver.producer(ProducerSpec(name, namesrv, routewatch=hook, **settings))
-    assert started["routewatch"] is True
-    return started
-
-
-def _events(driver: RouteDriver, spools: Path, name: str) -> list[dict[str, Any]]:
-    """Every event the producer's library published so far (after a flush), each parsed as the
-    job parses it; fails on a line that is not a contract event or a file not named as the
-    spool source expects."""
-    published: dict[str, Any] = {}
-
-    def settled() -> bool:  # the client's own refresh may add events at any time
-        published.update(driver.hook_stats(name, flush_ms=2_000))
-        return bool(published["written"] == published["accepted"])
-
-    wait_for(settled, 20, f"producer {name}'s events published")
-    assert published["dropped"] == 0, published
-    assert published["unrepresentable"] == 0 and published["internalErrors"] == 0, published
-    spool = spools / name
-    files = sorted(spool.iterdir(), key=lambda p: (p.stat().st_mtime_ns, p.name))
-    assert all(SPOOL_NAME.match(p.name) for p in files), [p.name for p in files]
-    events = []
-    for path in files:
-        for line in path.read_bytes().splitlines():
-            event = parse(line)
-            assert not isinstance(event, BadInput), (line, event)
-            events.append(event)
-    assert len(events) >= published["written"]
-    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
-    return events
-
-
-def _of(events: list[dict[str, Any]], kind: str, topic: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["type"] == kind and e["topic"] == topic]
+    return hooked(driver, spools, name, namesrv, CLUSTER, **settings)
 
 
 def _broker_of(cluster: RocketMQCluster, addr: str | None) -> str | None:
@@ -197,12 +106,12 @@ def test_pulls_and_sends_of_a_topic_made_by_hand(
     outcomes = driver.send("made", topic, count=6)
     assert all(o.ok for o in outcomes), outcomes
 
-    events = _events(driver, spools, "made")
+    events = published(driver, spools, "made")
     for e in events:
         assert e["cluster"] == CLUSTER and e["client_id"] == started["clientId"]
         assert e["group"] == started["group"]
     # The first send asked the NameServer for the topic's route: the route it answered.
-    pulls = _of(events, "route_pull", topic)
+    pulls = of(events, "route_pull", topic)
     assert pulls, events
     route = cluster.route(topic)
     assert route is not None
@@ -216,7 +125,7 @@ def test_pulls_and_sends_of_a_topic_made_by_hand(
             for q in pull["queues"]
         ) == sorted((q.broker, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queues)
     # One send event per message, in order, as the client returned it.
-    sends = _of(events, "send", topic)
+    sends = of(events, "send", topic)
     assert [(s["status"], s["broker"], s["queue_id"]) for s in sends] == [
         (o.status, o.broker, o.queue_id) for o in outcomes
     ]
@@ -241,11 +150,11 @@ def test_asynchronous_sends_are_recorded_from_their_callback(
     (failed,) = driver.send("async", absent, via="async")
     assert str(failed.message).startswith(f"No route info of this topic: {absent}"), failed
 
-    events = _events(driver, spools, "async")
-    assert [(s["status"], s["broker"], s["queue_id"]) for s in _of(events, "send", topic)] == [
+    events = published(driver, spools, "async")
+    assert [(s["status"], s["broker"], s["queue_id"]) for s in of(events, "send", topic)] == [
         (o.status, o.broker, o.queue_id) for o in outcomes
     ]
-    (send,) = _of(events, "send", absent)
+    (send,) = of(events, "send", absent)
     assert (send["status"], send["broker"], send["queue_id"]) == ("NO_ROUTE_INFO", None, None)
 
 
@@ -272,8 +181,8 @@ def test_a_topic_nobody_made_is_no_route_info(
     assert str(outcome.message).startswith(message + topic), outcome
     assert outcome.response_code == code
 
-    events = _events(driver, spools, name)
-    pulls = _of(events, "route_pull", topic)
+    events = published(driver, spools, name)
+    pulls = of(events, "route_pull", topic)
     # The topic's own route, then the template's for it: neither exists (auto-creation is off,
     # so no broker has TBW102). The client's periodic refresh, which may run at any time, can
     # have asked for the topic's own route once more.
@@ -283,7 +192,7 @@ def test_a_topic_nobody_made_is_no_route_info(
     assert fallback == [("TOPIC_NOT_EXIST", [])], pulls
     assert not pulls[0]["via_default"]
     assert {p["namesrv"] for p in pulls} == {cluster.namesrv_addr()}
-    (send,) = _of(events, "send", topic)
+    (send,) = of(events, "send", topic)
     assert (send["status"], send["broker"], send["queue_id"]) == ("NO_ROUTE_INFO", None, None)
     assert (send["default_topic"], send["default_topic_queue_nums"]) == ("TBW102", 4)
     (template_pull,) = [p for p in pulls if p["via_default"]]
@@ -304,15 +213,15 @@ def test_no_namesrv_address_is_no_namesrv(
     address = "null" if cluster.major == 4 else ""
     assert str(outcome.message).endswith(f"RemotingConnectException: connect to {address} failed")
 
-    events = _events(driver, spools, name)
-    (pull,) = _of(events, "route_pull", topic)
+    events = published(driver, spools, name)
+    (pull,) = of(events, "route_pull", topic)
     assert (pull["namesrv"], pull["result"], pull["queues"], pull["via_default"]) == (
         None,
         "NO_NAMESRV",
         [],
         False,
     )
-    (send,) = _of(events, "send", topic)
+    (send,) = of(events, "send", topic)
     assert (send["status"], send["broker"], send["queue_id"]) == ("NO_NAMESRV", None, None)
     assert events.index(pull) < events.index(send)
 
@@ -344,11 +253,11 @@ def _template_is_tbw102_whatever_the_key(
     for outcome in outcomes:
         assert outcome.response_code == NOT_FOUND_TOPIC_EXCEPTION, outcome
         assert str(outcome.message).startswith(f"No route info of this topic: {topic}"), outcome
-    fallback = [p for p in _of(events, "route_pull", topic) if p["via_default"]]
+    fallback = [p for p in of(events, "route_pull", topic) if p["via_default"]]
     assert fallback and {(p["result"], p["create_topic_key"]) for p in fallback} == {
         ("TOPIC_NOT_EXIST", key)
     }, fallback
-    sends = _of(events, "send", topic)
+    sends = of(events, "send", topic)
     assert [(s["status"], s["broker"], s["default_topic"]) for s in sends] == [
         ("NO_ROUTE_INFO", None, key)
     ] * len(outcomes)
@@ -373,11 +282,11 @@ def test_a_template_without_inherit_is_refused_by_the_broker(
     topic = _topic("Refused")
     outcomes = driver.send("refused", topic, count=2)
 
-    events = _events(driver, spools, "refused")
+    events = published(driver, spools, "refused")
     if cluster.major == 5:
         _template_is_tbw102_whatever_the_key(events, topic, key, outcomes)
         return
-    sends = _of(events, "send", topic)
+    sends = of(events, "send", topic)
     expected: list[tuple[str, str | None, int | None]] = []
     for outcome in outcomes:
         assert outcome.response_code == TOPIC_NOT_EXIST, outcome
@@ -388,7 +297,7 @@ def test_a_template_without_inherit_is_refused_by_the_broker(
     assert all(s["broker"] in BROKERS and s["queue_id"] in (0, 1) for s in sends)
     assert all((s["default_topic"], s["default_topic_queue_nums"]) == (key, 4) for s in sends)
     # Its fallback pull: the template's route, as the client takes it (min(4, 2) queues).
-    pulls = [p for p in _of(events, "route_pull", topic) if p["via_default"]]
+    pulls = [p for p in of(events, "route_pull", topic) if p["via_default"]]
     assert pulls and pulls[0]["result"] == "SUCCESS" and pulls[0]["create_topic_key"] == key
     assert sorted((q["broker"], q["write_queue_nums"], q["perm"]) for q in pulls[0]["queues"]) == [
         (b, 2, 6) for b in BROKERS
@@ -414,12 +323,12 @@ def test_a_template_with_inherit_auto_creates(
     (outcome,) = driver.send("inherit", topic)
     if cluster.major == 5:
         _template_is_tbw102_whatever_the_key(
-            _events(driver, spools, "inherit"), topic, CLUSTER, [outcome]
+            published(driver, spools, "inherit"), topic, CLUSTER, [outcome]
         )
         return
     assert outcome.ok, outcome
-    events = _events(driver, spools, "inherit")
-    fallback = [p for p in _of(events, "route_pull", topic) if p["via_default"]]
+    events = published(driver, spools, "inherit")
+    fallback = [p for p in of(events, "route_pull", topic) if p["via_default"]]
     assert len(fallback) == 1 and fallback[0]["result"] == "SUCCESS"
     template = cluster.route(CLUSTER)
     assert template is not None
@@ -427,7 +336,7 @@ def test_a_template_with_inherit_auto_creates(
         (q["broker"], q["read_queue_nums"], q["write_queue_nums"], q["perm"])
         for q in fallback[0]["queues"]
     ) == sorted((q.broker, 4, 4, q.perm) for q in template.queues)
-    (send,) = _of(events, "send", topic)
+    (send,) = of(events, "send", topic)
     assert (send["status"], send["broker"], send["queue_id"]) == (
         "SEND_OK",
         outcome.broker,
@@ -437,7 +346,7 @@ def test_a_template_with_inherit_auto_creates(
     # The producer keeps the fallback route (its next refresh is an hour away).
     assert not [
         p
-        for p in _of(events, "route_pull", topic)
+        for p in of(events, "route_pull", topic)
         if p["result"] == "SUCCESS" and not p["via_default"]
     ]
 
@@ -485,33 +394,7 @@ def test_the_job_evaluates_the_spools(
     ``AT_RISK`` (a fallback route over both brokers, the topic created on one) are judged too.
     On 5.x the two template topics have no route (the template is TBW102's, which no broker
     holds): ``NO_ROUTE_INFO``, cause ``AUTO_CREATE_DISABLED``, for both."""
-    produced = [
-        orjson.loads(line)
-        for spool in spools.iterdir()
-        if spool.is_dir() and spool != collector.spool
-        for path in spool.iterdir()
-        if not path.name.startswith(".")  # published files only, as the job reads a spool
-        for line in path.read_bytes().splitlines()
-    ]
-    last = max(e["ts"] for e in produced)
-    # Time passes in the job through events: heartbeats past every rule's 5 s wait.
-    wait_for(
-        lambda: max((e["ts"] for e in collector.heartbeats()), default=0) > last + 6_000,
-        30,
-        "the collector's heartbeats 6 s past the producers' last event",
-    )
-    collector.stop()
-    events = [
-        orjson.loads(line)
-        for spool in spools.iterdir()
-        if spool.is_dir()
-        for path in spool.iterdir()
-        if not path.name.startswith(".")  # not the collector's .routewatch-origin
-        for line in path.read_bytes().splitlines()
-    ]
-    # One stream, in event time (the spools were written side by side), through the job's own
-    # step (``routewatch evaluate`` is the same step under Spark, tested in tests/streaming/job).
-    final, _ = evaluate_events(events, CLUSTER)
+    final = evaluate_spools(spools, collector, CLUSTER)
     alerts = [a.to_dict() for a in final]
 
     def kinds(prefix: str) -> list[tuple[str, str | None]]:

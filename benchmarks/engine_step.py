@@ -1,0 +1,147 @@
+"""The engine's step alone, without Spark: what the stateful stage's Python costs per event of
+the reference fleet in steady state, and where it goes (issue 38's baseline).
+
+    .venv/bin/python -m benchmarks.engine_step [--duration 100] [--warmup 65] [--profile]
+
+The fleet (``routewatch simulate --fleet``'s reference: 10 clusters x 10 brokers x 10,000
+topics, 2 NameServers, 10,000 sends/s) is generated into memory, cut into batches of one second
+of event time (the job's 1 s trigger on a spool that publishes a file a second), and fed
+through :class:`streaming.engine.step.Step` over in-memory entries — the same step the Spark
+job calls, minus Spark's transport and state store. The first ``--warmup`` seconds are applied
+unmeasured: every broker's first registration (each of its 10,000 topics judged) and the next
+one, 30 s later. Then, for every later batch: its wall time; and, apart, the time ``orjson``
+takes to decode the batch's lines by type — the part of the step that is decoding JSON text a
+second time (the read stage decoded it once to validate it). ``--profile`` prints cProfile's
+top functions over the measured batches (its own overhead slows them about 2x: the rates
+printed are those of the run without it).
+
+Prints the figures and records them in ``benchmarks/results/latest.json`` (section
+``engine_step``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import time
+from collections import defaultdict
+
+import orjson
+
+from benchmarks.results import print_table, record
+from emitter.fleet import FleetSpec, generate_fleet
+from streaming.engine.entries import MemoryEntries
+from streaming.engine.intake import dedupe_id
+from streaming.engine.step import Step
+from streaming.engine.stream import Arrival
+
+LATENESS_MS = 2_000
+DEDUPE_HORIZON_MS = 300_000
+
+
+def batches_of(spec: FleetSpec) -> tuple[list[list[Arrival]], list[dict[str, list[str]]]]:
+    """The fleet's arrivals cut by second of ``ts``, and each batch's lines by event type."""
+    lines: list[bytes] = []
+    generate_fleet(spec, lines.append)
+    by_second: dict[int, list[Arrival]] = defaultdict(list)
+    by_type: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for raw in lines:
+        event = orjson.loads(raw)
+        second = event["ts"] // 1000
+        text = raw.decode()
+        key = dedupe_id(event["cluster"], event["event_id"])
+        by_second[second].append((key, event["ts"], event.get("seq"), text))
+        by_type[second][event["type"]].append(text)
+    seconds = sorted(by_second)
+    return [by_second[s] for s in seconds], [dict(by_type[s]) for s in seconds]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=int, default=100, help="seconds of fleet traffic")
+    parser.add_argument("--warmup", type=int, default=65, help="seconds applied unmeasured")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
+    args = parser.parse_args()
+    if args.warmup >= args.duration:
+        parser.error("--warmup must be shorter than --duration")
+
+    spec = FleetSpec(duration=args.duration)
+    started = time.perf_counter()
+    batches, types = batches_of(spec)
+    print(f"generated {sum(map(len, batches)):,} events in {time.perf_counter() - started:.1f} s")
+
+    step, entries = Step(LATENESS_MS, DEDUPE_HORIZON_MS), MemoryEntries()
+    for batch in batches[: args.warmup]:
+        step(entries, batch)
+    measured = batches[args.warmup :]
+    walls = []
+    for batch in measured:
+        t0 = time.perf_counter()
+        step(entries, batch)
+        walls.append(time.perf_counter() - t0)
+    events = sum(map(len, measured))
+    wall = sum(walls)
+
+    decode: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for by_type in types[args.warmup :]:
+        for kind, texts in by_type.items():
+            t0 = time.perf_counter()
+            for text in texts:
+                orjson.loads(text)
+            decode[kind] += time.perf_counter() - t0
+            counts[kind] += len(texts)
+
+    rate = events / wall
+    print(
+        f"\nthe step alone over {len(measured)} batches of 1 s of traffic "
+        f"(after {args.warmup} s of warm-up): {events:,} events in {wall:.2f} s, "
+        f"{rate:,.0f} events/s, {rate / (events / len(measured)):.1f}x real time; "
+        f"batch median {statistics.median(walls) * 1000:.0f} ms, max {max(walls) * 1000:.0f} ms"
+    )
+    rows = [
+        [
+            kind,
+            counts[kind],
+            round(decode[kind] * 1e6 / counts[kind], 1),
+            f"{decode[kind] / wall:.1%}",
+        ]
+        for kind in sorted(counts)
+    ]
+    print("\ndecoding the lines again (orjson.loads), by type, against the step's time:")
+    print_table(["type", "events", "us per event", "share of the step"], rows)
+
+    if args.profile:
+        step2, entries2 = Step(LATENESS_MS, DEDUPE_HORIZON_MS), MemoryEntries()
+        for batch in batches[: args.warmup]:
+            step2(entries2, batch)
+        profile = cProfile.Profile()
+        profile.enable()
+        for batch in measured:
+            step2(entries2, batch)
+        profile.disable()
+        print("\ncProfile over the measured batches (tottime, top 25):")
+        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+
+    record(
+        "engine_step",
+        {
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "events": events,
+            "events_per_s": round(rate),
+            "real_time_factor": round(rate / (events / len(measured)), 2),
+            "batch_median_ms": round(statistics.median(walls) * 1000, 1),
+            "batch_max_ms": round(max(walls) * 1000, 1),
+            "decode_share_by_type": {k: round(decode[k] / wall, 4) for k in sorted(counts)},
+            "decode_us_per_event_by_type": {
+                k: round(decode[k] * 1e6 / counts[k], 2) for k in sorted(counts)
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
