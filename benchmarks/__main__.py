@@ -33,6 +33,7 @@ BENCHMARKS = (
     "api_load",
     "collect_cost",
     "chained_state",  # a prototype's findings (issue 38), not a headline figure
+    "engine_step",  # the engine alone, without Spark (issue 38's baseline)
 )
 
 TARGETS = {
