@@ -15,16 +15,16 @@ at start, on ``main``) are not a client's.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 import os
 import re
-import uuid
 from pathlib import Path
 from typing import IO
 
 from routewatch.events import ProxyRouteMiss
 
-__all__ = ["ProxyLog", "parse_miss"]
+__all__ = ["ProxyLog", "miss_id", "parse_miss"]
 
 log = logging.getLogger("routewatch.collect")
 
@@ -60,7 +60,6 @@ class ProxyLog:
         cluster: str,
         proxy: str,
         utc_offset_h: float = 8.0,
-        source: str | None = None,
         *,
         from_start: bool = False,
     ) -> None:
@@ -68,8 +67,6 @@ class ProxyLog:
         self.cluster = cluster
         self.proxy = proxy
         self.utc_offset = dt.timedelta(hours=utc_offset_h)
-        self.source = source or f"proxylog-{uuid.uuid4().hex[:8]}"
-        self.seq = 0
         self._file: IO[bytes] | None = None
         self._inode: int | None = None
         self._rest = b""  # a line not yet ended
@@ -133,13 +130,20 @@ class ProxyLog:
         if found is None:
             return None
         ts, topic, thread = found
-        self.seq += 1
         return ProxyRouteMiss(
             ts=ts,
             cluster=self.cluster,
-            event_id=f"{self.source}-{self.seq}",
-            seq=self.seq,
+            event_id=miss_id(self.proxy, ts, thread, topic),
             proxy=self.proxy,
             topic=topic,
             thread=thread,
         )
+
+
+def miss_id(proxy: str, ts: int, thread: str, topic: str) -> str:
+    """A miss's ``event_id``, from its line: the same line read twice (``collect --once`` run
+    again, or two collectors on one log) is one event to the job, which drops the repeat as a
+    duplicate (the proxy logs a topic's miss at most once per 20 s, so two lines never share
+    all four)."""
+    digest = hashlib.sha1(f"{proxy}|{ts}|{thread}|{topic}".encode()).hexdigest()[:20]
+    return f"proxylog-{digest}"

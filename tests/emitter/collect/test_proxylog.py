@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from emitter.collect.proxylog import ProxyLog, parse_miss
+from emitter.collect.proxylog import ProxyLog, miss_id, parse_miss
 from routewatch.codec import encode
 from routewatch.validation import validate
 
@@ -56,7 +56,7 @@ def _append(path: Path, text: str) -> None:
 def test_it_follows_the_file_from_its_end(tmp_path: Path) -> None:
     path = tmp_path / "broker_default.log"
     path.write_text(MISS.format(t="Before"))
-    reader = ProxyLog(path, "C", "proxy-1", source="p")
+    reader = ProxyLog(path, "C", "proxy-1")
     assert reader.read() == []  # written before the start: not read
     _append(path, "noise\n" + MISS.format(t="A") + MISS.format(t="B")[:30])
     (a,) = reader.read()  # the unended line waits for its end
@@ -67,8 +67,11 @@ def test_it_follows_the_file_from_its_end(tmp_path: Path) -> None:
         "proxy-1",
         "GrpcRouteThreadPool-0",
     )
-    assert (a.event_id, a.seq) == ("p-1", 1)
+    assert a.seq is None and a.event_id == miss_id("proxy-1", AT, "GrpcRouteThreadPool-0", "A")
     assert validate(orjson.loads(encode(a))) is None
+    # the same line read by another reader (a collector restarted with --once) is the same event
+    (again,) = ProxyLog(path, "C", "proxy-1", from_start=True).read()[1:2]
+    assert again == a
     _append(path, MISS.format(t="B")[30:])
     assert [e.topic for e in reader.read()] == ["B"]
     assert reader.read() == []
