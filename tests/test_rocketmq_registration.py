@@ -189,24 +189,29 @@ def test_the_collector_writes_what_each_namesrv_routes(cluster: RocketMQCluster)
         written += deriver.rounds(poller.namesrvs, snap, int(poller.clock() * 1000), 10_000)
         events.extend(orjson.loads(encode(e)) for e in written)
 
-    def written_as_routed() -> bool:
-        """One more poll, then what was written against what each NameServer routes now. A
-        registration between the two (every 30 s, in chunks; ns1 routes the chunk it took
-        last) can set them apart for a moment: then it is asked again."""
+    def written_as_held() -> bool:
+        """One more poll, then what was written for ns2 (a plain NameServer: the whole table)
+        against broker-a's own table now (a topic the broker makes meanwhile, as 5.x makes its
+        system topics lazily, moves both a moment apart: then it is asked again)."""
         poll()
-        held = set(cluster.broker("broker-a").topics())
-        return set(heartbeats[(ns2, "broker-a")].topics) == held and set(
-            heartbeats[(ns1, "broker-a")].topics
-        ) == _routed(cluster, "ns1", "broker-a")
+        return set(heartbeats[(ns2, "broker-a")].topics) == set(cluster.broker("broker-a").topics())
 
     try:
         for _ in range(7):  # with the one below, 70 s of event time: more than the 60 s a
             poll()  # divergence waits
-        wait_for(written_as_routed, 60, "the collector's heartbeats as each NameServer routes")
+        wait_for(written_as_held, 60, "the collector's heartbeat of broker-a on ns2 as it holds")
     finally:
         poller.close()
+    # ns1 routes one chunk of broker-a's table, the last its registration sent. The collector's
+    # view of it holds every topic ns1 routes (those it found unrouted it asks again each round)
+    # and stays far from the whole table, but is not exactly the chunk: a NameServer that
+    # deletes topics with each registration routes each chunk in turn during a registration,
+    # and a topic the collector found routed then is not asked again (CI saw three such
+    # topics; docs/collect.md, "What each NameServer routes", has this limit)
     held = set(cluster.broker("broker-a").topics())
-    assert len(heartbeats[(ns1, "broker-a")].topics) < SPLIT
+    view = set(heartbeats[(ns1, "broker-a")].topics)
+    assert _routed(cluster, "ns1", "broker-a") <= view
+    assert len(view) <= len(held) // 2
 
     final, _ = evaluate_events(events, CLUSTER)
     # ns1 routes broker-a next to nothing while ns2 routes its whole table: NAMESRV_DIVERGENCE,

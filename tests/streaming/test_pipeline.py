@@ -120,6 +120,39 @@ def test_track_clusters_turns_registrations_into_route_changes_and_alerts(
     assert counts == {("events", "heartbeat"): 4}
 
 
+def test_a_proxys_route_miss_reaches_the_engine_through_spark(spark: SparkSession) -> None:
+    miss = orjson.dumps(
+        {
+            "v": 1,
+            "type": "proxy_route_miss",
+            "ts": 5_000,
+            "cluster": "C",
+            "event_id": "proxylog-1",
+            "proxy": "host:/logs/broker_default.log",
+            "topic": "T",
+            "thread": "GrpcRouteThreadPool-0",
+        }
+    ).decode()
+    lines = [_heartbeat(1_000, "a", {"U": 8}, "v1"), miss]
+    frame = spark.createDataFrame([(v, "f") for v in lines], "value string, origin string")
+
+    rows = track_clusters(
+        read_events(frame.coalesce(1)), lateness_ms=0, dedupe_horizon_ms=60_000, final=True
+    ).collect()
+
+    (alert,) = final_alerts(rows)
+    assert (alert.kind, alert.topic, alert.cause, alert.opened_at) == (
+        "NO_ROUTE_INFO",
+        "T",
+        "GRPC_NOT_CREATED",
+        5_000,
+    )
+    counts = {
+        (c.name, c.label): c.value for r in rows if isinstance(c := decode(ChangeRow(*r)), Count)
+    }
+    assert counts[("events", "proxy_route_miss")] == 1
+
+
 def test_bad_input_is_kept_with_raw_text_reason_and_detail_in_the_same_pass(
     spark: SparkSession,
 ) -> None:

@@ -36,7 +36,9 @@ pytestmark = pytest.mark.rocketmq
 
 
 cluster = module_cluster(SPEC)
-driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr()))
+# (a send timeout of 15 s, not the client's 3 s: a broker beside a loaded CI worker was once
+# slower than that to take the first send)
+driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr(), send_msg_timeout_ms=15_000))
 
 
 def _poll(poller: Poller, deriver: Deriver) -> list[Heartbeat]:

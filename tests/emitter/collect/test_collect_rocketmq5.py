@@ -25,7 +25,9 @@ from tests.support.route_driver import ProducerSpec, RouteDriver, module_driver
 pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]  # (SPEC: two NameServers, brokers a, b, c)
 
 cluster = module_cluster(SPEC, major=5)
-driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr()))
+# (a send timeout of 15 s, not the client's 3 s: a broker beside a loaded CI worker was once
+# slower than that to take the first send)
+driver = module_driver(lambda c: ProducerSpec("p1", c.namesrv_addr(), send_msg_timeout_ms=15_000))
 
 
 def test_collect_opens_the_broker_side_alerts_on_a_real_5x_cluster(
