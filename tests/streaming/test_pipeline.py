@@ -36,6 +36,14 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _state_store_coordinator(spark: SparkSession) -> None:
+    """A batch query with a stateful stage needs the state store coordinator, which the driver
+    starts with its streaming query manager (``streaming.job.evaluate`` says why): asked for
+    here, so that each test runs alone as in the module."""
+    spark.streams.active  # noqa: B018
+
+
 def _settings(tmp_path: Path) -> StreamingSettings:
     return load(StreamingSettings, data_dir=tmp_path)
 
