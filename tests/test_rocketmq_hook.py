@@ -34,9 +34,16 @@ from typing import Any
 
 import pytest
 
-from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
-from tests.support.hook_spools import Collector, evaluate_spools, hooked, of, published
+from tests.support.hook_spools import (
+    Collector,
+    broker_of,
+    collecting,
+    evaluate_spools,
+    hooked,
+    of,
+    published,
+)
 from tests.support.rocketmq import EVERY_MAJOR, module_cluster
 from tests.support.route_driver import HookSpec, ProducerSpec, RouteDriver, SendOutcome
 
@@ -71,16 +78,8 @@ def spools(cluster: RocketMQCluster, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="module")
 def collector(cluster: RocketMQCluster, spools: Path) -> Iterator[Collector]:
-    running = Collector(cluster, spools / "collector", cluster.workdir / "collector")
-    try:
-        wait_for(
-            lambda: {e["broker"] for e in running.heartbeats()} == set(BROKERS),
-            60,
-            "the collector writing a heartbeat of every broker",
-        )
+    with collecting(cluster, spools, BROKERS) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def _topic(prefix: str) -> str:
@@ -91,10 +90,6 @@ def _hooked(
     driver: RouteDriver, spools: Path, name: str, namesrv: str | None, **settings: Any
 ) -> dict[str, Any]:
     return hooked(driver, spools, name, namesrv, CLUSTER, **settings)
-
-
-def _broker_of(cluster: RocketMQCluster, addr: str | None) -> str | None:
-    return next((b for b in BROKERS if cluster.broker(b).addr == addr), None)
 
 
 def test_pulls_and_sends_of_a_topic_made_by_hand(
@@ -292,7 +287,7 @@ def test_a_template_without_inherit_is_refused_by_the_broker(
         assert outcome.response_code == TOPIC_NOT_EXIST, outcome
         (cause,) = outcome.causes
         assert cause["responseCode"] == TOPIC_NOT_EXIST
-        expected.append(("TOPIC_NOT_EXIST", _broker_of(cluster, cause["brokerAddr"]), None))
+        expected.append(("TOPIC_NOT_EXIST", broker_of(cluster, BROKERS, cause["brokerAddr"]), None))
     assert [(s["status"], s["broker"], None) for s in sends] == expected
     assert all(s["broker"] in BROKERS and s["queue_id"] in (0, 1) for s in sends)
     assert all((s["default_topic"], s["default_topic_queue_nums"]) == (key, 4) for s in sends)

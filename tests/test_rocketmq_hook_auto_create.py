@@ -36,7 +36,15 @@ import pytest
 
 from routewatch.testing.processes import wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
-from tests.support.hook_spools import Collector, evaluate_spools, hooked, of, published
+from tests.support.hook_spools import (
+    Collector,
+    broker_of,
+    collecting,
+    evaluate_spools,
+    hooked,
+    of,
+    published,
+)
 from tests.support.rocketmq import module_cluster
 from tests.support.route_driver import RouteDriver
 
@@ -67,20 +75,8 @@ def spools(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def collector(cluster: RocketMQCluster, spools: Path) -> Iterator[Collector]:
-    running = Collector(cluster, spools / "collector", cluster.workdir / "collector")
-    try:
-        wait_for(
-            lambda: {e["broker"] for e in running.heartbeats()} == set(BROKERS),
-            60,
-            "the collector writing a heartbeat of every broker",
-        )
+    with collecting(cluster, spools, BROKERS) as running:
         yield running
-    finally:
-        running.stop()
-
-
-def _broker_of(cluster: RocketMQCluster, addr: str | None) -> str | None:
-    return next((b for b in BROKERS if cluster.broker(b).addr == addr), None)
 
 
 def test_a_producer_that_refreshes_swaps_the_fallback_for_the_topics_own_route_on_one_broker(
@@ -134,7 +130,7 @@ def test_a_key_no_broker_has_gets_tbw102s_route_and_is_refused(
     for outcome in outcomes:
         assert outcome.response_code == TOPIC_NOT_EXIST, outcome
         (cause,) = outcome.causes
-        refusers.append(_broker_of(cluster, cause["brokerAddr"]))
+        refusers.append(broker_of(cluster, BROKERS, cause["brokerAddr"]))
     events = published(driver, spools, "keyed")
     fallback = [p for p in of(events, "route_pull", topic) if p["via_default"]]
     assert fallback and {(p["result"], p["create_topic_key"]) for p in fallback} == {

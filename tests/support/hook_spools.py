@@ -5,11 +5,13 @@ under one folder, the collector into another, and the job's evaluation reads the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,15 @@ from routewatch.validation import BadInput
 from tests.support.route_driver import HookSpec, ProducerSpec, RouteDriver
 from tests.support.traces import evaluate_events
 
-__all__ = ["Collector", "evaluate_spools", "hooked", "of", "published"]
+__all__ = [
+    "Collector",
+    "broker_of",
+    "collecting",
+    "evaluate_spools",
+    "hooked",
+    "of",
+    "published",
+]
 
 COLLECT = (sys.executable, "-m", "routewatch.cli", "collect")
 SPOOL_NAME = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}-\d{8}\.jsonl$")
@@ -72,6 +82,29 @@ class Collector:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(30)
+
+
+@contextlib.contextmanager
+def collecting(
+    cluster: RocketMQCluster, spools: Path, brokers: Iterable[str]
+) -> Iterator[Collector]:
+    """A :class:`Collector` into ``spools/collector``, once it writes a heartbeat of each of
+    ``brokers``; stopped at the end."""
+    running = Collector(cluster, spools / "collector", cluster.workdir / "collector")
+    try:
+        wait_for(
+            lambda: {e["broker"] for e in running.heartbeats()} == set(brokers),
+            60,
+            "the collector writing a heartbeat of every broker",
+        )
+        yield running
+    finally:
+        running.stop()
+
+
+def broker_of(cluster: RocketMQCluster, brokers: Iterable[str], addr: str | None) -> str | None:
+    """Which of ``brokers`` listens at ``addr``."""
+    return next((b for b in brokers if cluster.broker(b).addr == addr), None)
 
 
 def hooked(
