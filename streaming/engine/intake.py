@@ -1,8 +1,12 @@
 """Event-time intake for the whole stream: duplicates, the lateness bound, and release in order.
 
-One intake serves every cluster, as Spark's watermark does: an event is *late* when it is more
-than ``L`` older than the largest ``ts`` received over the whole stream (at its arrival), so a
-cluster whose events lag the others' by more than ``L`` has them counted late. A repeated
+The clock is the whole stream's, as Spark's watermark is: an event is *late* when it is more
+than ``L`` older than the largest ``ts`` of the valid events received before it over the whole
+stream (duplicates and late events included: neither can be newer than the events they repeat or
+lag), so a cluster whose events lag the others' by more than ``L`` has them counted late. The
+stream may be spread over several intakes (state buckets, each of some clusters): each is told,
+per event, the largest ``ts`` the rest of the stream received before it
+(:mod:`streaming.engine.clock`), so that every intake reaches the verdicts one would. A repeated
 ``event_id`` of one cluster is a *duplicate* (checked first, against the ids of the last
 ``dedupe_horizon_ms`` of event time). Other events are held until the largest ``ts`` received
 exceeds theirs by more than ``L``, then released in ``(ts, seq)`` order; :meth:`Intake.flush`
@@ -78,10 +82,28 @@ class Intake:
         self.touched_buckets: set[int] = set()
         self.dropped_buckets: set[int] = set()
 
-    def receive(self, arrivals: list[tuple[str, int, int | None, str]]) -> IntakeResult:
-        """Take ``(event_id, ts, seq, raw)`` in arrival order; return what is released."""
+    def receive(
+        self,
+        arrivals: list[tuple[str, int, int | None, str]],
+        priors: list[int | None] | None = None,
+        batch_max: int | None = None,
+    ) -> IntakeResult:
+        """Take ``(event_id, ts, seq, raw)`` in arrival order; return what is released.
+
+        The clock is the whole stream's: an event is judged against the largest ``ts`` of every
+        valid event received before it, this intake's or not. ``priors[i]``, if given, is the
+        largest ``ts`` received before arrival ``i`` in this batch by the rest of the stream
+        (other state buckets, :mod:`streaming.engine.clock`), and ``batch_max`` the largest of
+        the whole batch; without them this intake is the whole stream."""
         out = IntakeResult()
-        for event_id, ts, seq, raw in arrivals:
+        running = self.max_received
+        for i, (event_id, ts, seq, raw) in enumerate(arrivals):
+            newest = running
+            prior = priors[i] if priors is not None else None
+            if prior is not None and (newest is None or prior > newest):
+                newest = prior
+            if running is None or ts > running:
+                running = ts  # (every valid event moves the clock, duplicate or late)
             bucket = ts // 1000
             ids = self.seen.get(bucket)
             if ids is not None and event_id in ids:
@@ -91,7 +113,6 @@ class Intake:
                 ids = self.seen[bucket] = set()
             ids.add(event_id)
             self.touched_buckets.add(bucket)
-            newest = self.max_received
             if newest is not None and newest - ts > self.lateness_ms:
                 out.late.append(
                     (
@@ -102,8 +123,6 @@ class Intake:
                     )
                 )
                 continue
-            if newest is None or ts > newest:
-                self.max_received = ts
             self.arrivals += 1
             if bucket in self._stored:
                 self._load_bucket(bucket)
@@ -111,6 +130,9 @@ class Intake:
             heapq.heappush(self.held, held)
             self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
             self.changed_buckets.add(bucket)
+        if batch_max is not None and (running is None or batch_max > running):
+            running = batch_max
+        self.max_received = running
         self._release(out, final=False)
         self._prune()
         return out

@@ -18,12 +18,13 @@ from routewatch.alerts import Alert
 from routewatch.changes import DUPLICATES, LATE, BadLine, ChangeRow, Count, RouteChange, decode
 from routewatch.codec import parse
 from routewatch.validation import BadInput
+from streaming.engine.clock import Block, batch_max, bucket_of, in_block_priors, priors
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
 
-__all__ = ["ClusterRun", "LineRun", "StreamRun", "run_cluster", "run_stream"]
+__all__ = ["ClusterRun", "LineRun", "StreamRun", "run_buckets", "run_cluster", "run_stream"]
 
 DEFAULT_DEDUPE_HORIZON_MS = 300_000
 
@@ -95,6 +96,53 @@ def run_stream(
     for start in range(0, len(pending), size):
         run.add(step(entries, pending[start : start + size]))
     run.add(step(entries, [], final=True))
+    return run
+
+
+def run_buckets(
+    batches: Iterable[list[list[Arrival]]],
+    *,
+    buckets: int,
+    lateness_ms: int,
+    dedupe_horizon_ms: int = DEFAULT_DEDUPE_HORIZON_MS,
+) -> StreamRun:
+    """:func:`run_stream` as the Spark job runs it over ``buckets`` state buckets: each batch is
+    a list of blocks of ``(event_id, ts, seq, raw)`` arrivals (together, in arrival order);
+    every bucket takes its clusters' events and every block's summary, and steps on its own
+    entries (:mod:`streaming.engine.clock`)."""
+    step = Step(lateness_ms, dedupe_horizon_ms)
+    entries = [MemoryEntries() for _ in range(buckets)]
+    run = StreamRun()
+    for blocks in batches:
+        summaries: list[Block] = []
+        own: list[tuple[list[str], list[int | None], list[Arrival]]] = [
+            ([], [], []) for _ in range(buckets)
+        ]
+        for b, block in enumerate(blocks):
+            in_block, top = in_block_priors([ts for _, ts, _, _ in block])
+            if top is not None:
+                summaries.append(Block(f"{b:09d}|{len(block) - 1:09d}", top))
+            pairs = zip(block, in_block, strict=True)
+            for p, ((event_id, ts, seq, raw), prior) in enumerate(pairs):
+                cluster = orjson.loads(raw)["cluster"]
+                keys, prior_list, arrivals = own[bucket_of(cluster, buckets)]
+                keys.append(f"{b:09d}|{p:09d}")
+                prior_list.append(prior)
+                arrivals.append((dedupe_id(cluster, event_id), ts, seq, raw))
+        top = batch_max(summaries)
+        for bucket, (keys, prior_list, arrivals) in enumerate(own):
+            if not summaries:
+                continue  # (no valid event: no bucket is called, as in Spark)
+            run.add(
+                step(
+                    entries[bucket],
+                    arrivals,
+                    priors=priors(keys, prior_list, summaries),
+                    batch_max=top,
+                )
+            )
+    for bucket_entries in entries:
+        run.add(step(bucket_entries, [], final=True))
     return run
 
 

@@ -60,17 +60,23 @@ class Step:
         *,
         final: bool = False,
         bad: Iterable[tuple[str | None, BadLine]] = (),
+        priors: list[int | None] | None = None,
+        batch_max: int | None = None,
     ) -> list[ChangeRow]:
         """Apply one batch: ``arrivals`` (valid events, ``(dedupe id, ts, seq, raw)``, in
         arrival order) and ``bad`` input (the cluster it names, if any, and the line); with
         ``final``, the input ends here and everything held is applied. The changes, in order:
-        bad input, each cluster's changes, late input and counts, each cluster's clock."""
+        bad input, each cluster's changes, late input and counts, each cluster's clock.
+
+        ``priors`` and ``batch_max``: when the entries are one state bucket's (some of the
+        stream's clusters), the largest ``ts`` the rest of the stream received before each
+        arrival, and in the whole batch (:mod:`streaming.engine.clock`)."""
         out = [encode_bad(cluster, line) for cluster, line in bad]
         layout = StateLayout(entries, self.lateness_ms, self.dedupe_horizon_ms)
         intake = layout.load_intake(arrivals)
         clock = layout.load_clock()
         stream = StreamEngine(intake, layout.load_engine, clock)
-        result = stream.receive(arrivals)
+        result = stream.receive(arrivals, priors, batch_max)
         if final:
             stream.flush()
         for cluster, engine in stream.finish():

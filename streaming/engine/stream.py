@@ -74,18 +74,28 @@ class StreamEngine:
             self.clock.clusters.setdefault(cluster, None)
         return engine
 
-    def receive(self, arrivals: list[Arrival]) -> IntakeResult:
+    def receive(
+        self,
+        arrivals: list[Arrival],
+        priors: list[int | None] | None = None,
+        batch_max: int | None = None,
+    ) -> IntakeResult:
         """Take one batch of arrivals: apply what the lateness bound releases, then let time
-        pass for every cluster."""
-        result = self.intake.receive(arrivals)
+        pass for every cluster. ``priors`` and ``batch_max``: what the rest of the stream
+        received, when this engine holds only some of its clusters (:meth:`Intake.receive`)."""
+        result = self.intake.receive(arrivals, priors, batch_max)
         self._apply(result.released)
         self._tick()
         return result
 
     def flush(self) -> None:
         """The end of a finite input: apply everything held, then cross every threshold up to
-        the last event's ``ts``, none beyond it."""
+        the last event's ``ts`` (the whole stream's), none beyond it."""
         self._apply(self.intake.flush())
+        newest = self.intake.max_received
+        now = self.clock.stream_time
+        if newest is not None and (now is None or newest > now):
+            self.clock.stream_time = newest
         self._tick()
 
     def _apply(self, released: Iterable[Held]) -> None:

@@ -1,0 +1,142 @@
+"""One clock over many state buckets: every bucket reaches the verdicts one intake would, so
+random traces, batchings, blocks and bucket counts give exactly the alerts of one bucket."""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+
+from emitter.fleet import FleetSpec, generate_fleet
+from emitter.scenarios import SCENARIOS
+from streaming.engine.clock import Block, batch_max, bucket_of, in_block_priors, priors
+from streaming.engine.entries import MemoryEntries
+from streaming.engine.intake import dedupe_id
+from streaming.engine.runner import StreamRun, run_buckets, run_stream
+from streaming.engine.step import Step
+from tests.support.traces import Arrival, arrivals
+
+
+def test_a_block_gives_each_event_the_largest_ts_before_it() -> None:
+    assert in_block_priors([5, 3, 9, 7]) == ([None, 5, 5, 9], 9)
+    assert in_block_priors([]) == ([], None)
+
+
+def test_an_event_sees_the_blocks_ended_before_it_and_its_own_part() -> None:
+    blocks = [Block("a|2", 100), Block("b|1", 400), Block("c|0", 50)]
+    # an event of block b: block a has ended before it, block b's part is its own
+    assert priors(["b|0", "b|1", "c|0"], [None, 30, None], blocks) == [100, 100, 400]
+    assert batch_max(blocks) == 400
+
+
+def test_a_cluster_always_has_the_same_bucket() -> None:
+    assert bucket_of("c1", 7) == bucket_of("c1", 7)
+    assert {bucket_of(f"c{i}", 7) for i in range(40)} == set(range(7))
+    assert bucket_of(None, 7) == bucket_of("anything", 1) == 0
+
+
+def _in_cluster(trace: list[Arrival], cluster: str) -> list[Arrival]:
+    out = []
+    for event_id, ts, seq, raw in trace:
+        event = orjson.loads(raw)
+        event["cluster"] = cluster
+        out.append((event_id, ts, seq, orjson.dumps(event).decode()))
+    return out
+
+
+def _cut(rng: random.Random, items: list[Arrival], most: int) -> list[list[Arrival]]:
+    out = []
+    at = 0
+    while at < len(items):
+        size = rng.randint(1, most)
+        out.append(items[at : at + size])
+        at += size
+    return out
+
+
+def _everything(run: StreamRun) -> dict[str, object]:
+    """All a run produced: every alert change of every cluster (each alert whole), every route
+    change, and the late and duplicate counts."""
+    return {
+        "alerts": {
+            c: [orjson.dumps(a.to_dict(), option=orjson.OPT_SORT_KEYS) for a in r.alert_changes]
+            for c, r in sorted(run.clusters.items())
+        },
+        "routes": {c: r.route_changes for c, r in sorted(run.clusters.items())},
+        "late": run.late,
+        "duplicates": run.duplicates,
+    }
+
+
+def _one_intake(batches: list[list[list[Arrival]]], lateness_ms: int) -> StreamRun:
+    """The same batches through one step over the whole stream, as before buckets: no blocks,
+    no priors (the duplicate horizon is pruned after each batch, so where a batch ends can turn
+    a far-behind duplicate into a late event: the counts are compared batching for batching)."""
+    step = Step(lateness_ms, 300_000)
+    entries = MemoryEntries()
+    run = StreamRun()
+    for blocks in batches:
+        batch = [
+            (dedupe_id(orjson.loads(raw)["cluster"], i), ts, seq, raw)
+            for block in blocks
+            for i, ts, seq, raw in block
+        ]
+        run.add(step(entries, batch))
+    run.add(step(entries, [], final=True))
+    return run
+
+
+def _alerts(run: StreamRun) -> list[bytes]:
+    sort = orjson.OPT_SORT_KEYS
+    return sorted(orjson.dumps(a.to_dict(), option=sort) for a in run.final_alerts())
+
+
+def _random_stream(rng: random.Random) -> list[Arrival]:
+    """Several scenarios, each as its own cluster, interleaved at random, some events twice."""
+    names = rng.sample(sorted(SCENARIOS), 4)
+    traces = [
+        _in_cluster(arrivals(name, seed=rng.randint(0, 9)), f"c{i}") for i, name in enumerate(names)
+    ]
+    queues = [list(t) for t in traces]
+    stream: list[Arrival] = []
+    while any(queues):
+        queue = rng.choice([q for q in queues if q])
+        take = rng.randint(1, 60)
+        stream += queue[:take]
+        del queue[:take]
+    for _ in range(20):  # duplicates, anywhere after the event they repeat
+        at = rng.randrange(len(stream))
+        stream.insert(rng.randrange(at, len(stream)) + 1, stream[at])
+    return stream
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_buckets_give_exactly_the_alerts_of_one_intake(seed: int) -> None:
+    rng = random.Random(seed)
+    stream = _random_stream(rng)
+    lateness_ms = rng.choice([0, 2000, 5000])
+    evaluated = run_stream(stream, lateness_ms=lateness_ms)  # all in one batch, as evaluate
+    assert evaluated.late, "the interleaving should make some events late"
+
+    for buckets in (1, 2, 7):
+        batches = [_cut(rng, batch, 50) for batch in _cut(rng, stream, 400)]
+        run = run_buckets(batches, buckets=buckets, lateness_ms=lateness_ms)
+        assert _everything(run) == _everything(_one_intake(batches, lateness_ms)), buckets
+        assert _alerts(run) == _alerts(evaluated), buckets
+
+
+def test_buckets_give_exactly_the_fleets_alerts() -> None:
+    lines: list[bytes] = []
+    spec = FleetSpec(clusters=3, brokers=3, topics=60, producers=30, send_rate=300, duration=70)
+    generate_fleet(spec, lines.append)
+    stream = []
+    for raw in lines:
+        event = orjson.loads(raw)
+        stream.append((event["event_id"], event["ts"], event.get("seq"), raw.decode()))
+    rng = random.Random(7)
+    batches = [_cut(rng, batch, 120) for batch in _cut(rng, stream, 500)]
+    reference = _everything(_one_intake(batches, 2000))
+
+    for buckets in (2, 7):
+        assert _everything(run_buckets(batches, buckets=buckets, lateness_ms=2000)) == reference
