@@ -34,6 +34,7 @@ BENCHMARKS = (
     "collect_cost",
     "chained_state",  # a prototype's findings (issue 38), not a headline figure
     "engine_step",  # the engine alone, without Spark (issue 38's baseline)
+    "state_partitions",  # the job over one task and several, and on one core (issue 38)
 )
 
 TARGETS = {

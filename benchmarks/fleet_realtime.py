@@ -78,7 +78,7 @@ from routewatch.cli import plain_text
 from routewatch.settings import load
 from streaming.job.progress import QueryEvents, add_query_events
 from streaming.job.stream import start_stream
-from streaming.pipeline import by_stream
+from streaming.pipeline import by_bucket
 from streaming.settings import StreamingSettings
 from streaming.sources.spool import file_lines
 from streaming.spark.session import spark_session
@@ -234,7 +234,7 @@ def floor_rate(
     :class:`CountingProcessor`, into the no-op sink. What Spark itself costs around a stateful
     processor written in Python (the shuffle, the state server, Arrow to pandas and back)
     with none of routewatch's work: no state, no rules, no store."""
-    counted = by_stream(_events(spark, spool, batch_s)).transformWithStateInPandas(
+    counted = by_bucket(_events(spark, spool, batch_s)).transformWithStateInPandas(
         statefulProcessor=CountingProcessor(),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",

@@ -30,6 +30,8 @@ HEADLINE_KEYS = (
     "jvm_rss_gib",
     "replay_kafka_events_per_s",
     "api_p99_ms",
+    "capacity_ratio",
+    "core_scaling",
 )
 
 

@@ -1,42 +1,82 @@
 """The job's stages, each a DataFrame -> DataFrame function that works on a stream or a table.
 
     lines   = spool_lines(...)          # or kafka_lines(...): (value, origin), streaming.sources
-    events  = read_events(lines)        # stage 1: validated, with arrival order
+    events  = read_events(lines)        # stage 1: validated, with arrival order, and each
+                                        # block's summary for the clock
     changes = track_clusters(events)    # stage 2+3: route tables and alerts of every cluster,
                                         # on the stream's one clock, and bad input kept with
                                         # its reason
 
 Route tables and alerts are one stateful stage: every rule is judged after every event on the
-route tables *as of that event*, and stream time and the lateness bound are the whole stream's,
-so the stage keeps one state for the whole stream (see docs/streaming.md).
+route tables *as of that event*. Its state is spread over *state buckets*, one per stateful
+task (``spark.sql.shuffle.partitions``): each cluster's events and state live in one bucket, and
+every bucket receives every block's summary, so that each keeps the whole stream's clock and
+reaches the verdicts one intake would (``streaming.engine.clock``; docs/streaming.md).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.group import GroupedData
 
+from routewatch.errors import RoutewatchError
 from streaming.stages.read import pack_events, read_events
-from streaming.stages.track import CHANGES_SCHEMA, STREAM_KEY, StreamProcessor
+from streaming.stages.track import CHANGES_SCHEMA, StreamProcessor
 
-__all__ = ["by_stream", "changes", "track_clusters"]
+__all__ = ["by_bucket", "changes", "state_keys", "track_clusters"]
+
+# how far to look for a key of every partition (a partition's first key is found within a few
+# times the number of partitions)
+_KEY_SEARCH = 256
 
 
-def by_stream(events: DataFrame) -> GroupedData:
-    """Events grouped for the stateful stage: all in one group (:data:`STREAM_KEY`), bad input
-    included, since the stream has one clock; packed a few thousand to a row
+def state_keys(spark: SparkSession, partitions: int) -> list[int]:
+    """The grouping key of each state bucket: for bucket ``i``, the smallest int that the
+    stateful stage's hash partitioning (Murmur3 of the key, modulo the partitions, which
+    Spark's ``hash`` computes alike) sends to partition ``i`` — each bucket its own task."""
+    found = (
+        spark.range(0, _KEY_SEARCH * partitions)
+        .select(F.col("id").cast("int").alias("key"))
+        .select("key", F.expr(f"pmod(hash(key), {partitions})").alias("partition"))
+        .groupBy("partition")
+        .agg(F.min("key").alias("key"))
+        .collect()
+    )
+    keys = {row.partition: row.key for row in found}
+    if len(keys) != partitions:
+        raise RoutewatchError(
+            f"no grouping key was found for each of {partitions} state partitions: set "
+            "ROUTEWATCH_STATE_PARTITIONS to a smaller number."
+        )
+    return [keys[i] for i in range(partitions)]
+
+
+def partitions_of(spark: SparkSession) -> int:
+    """The number of stateful tasks, and so of state buckets: the session's shuffle partitions
+    (a resumed query keeps its checkpoint's; the job sets the session's from it first)."""
+    return int(str(spark.conf.get("spark.sql.shuffle.partitions")))
+
+
+def by_bucket(events: DataFrame) -> GroupedData:
+    """Events grouped for the stateful stage: one group per state bucket, bad input with the
+    cluster it names; packed a few thousand to a row
     (:func:`streaming.stages.read.pack_events`)."""
-    return pack_events(events).select(F.lit(STREAM_KEY).alias("stream"), "events").groupBy("stream")
+    n = partitions_of(events.sparkSession)
+    return pack_events(events, state_keys(events.sparkSession, n)).groupBy("bucket")
 
 
 def track_clusters(
-    events: DataFrame, *, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False
+    events: DataFrame,
+    *,
+    lateness_ms: int,
+    dedupe_horizon_ms: int,
+    final: bool = False,
 ) -> DataFrame:
     """Events -> changes of every cluster's route tables and alerts, and bad input kept with
     its reason, in one pass (a streaming DataFrame cannot be cached, so two branches over
     ``events`` would read and validate the input twice)."""
-    return by_stream(events).transformWithStateInPandas(
+    return by_bucket(events).transformWithStateInPandas(
         statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, final),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
@@ -59,5 +99,8 @@ def changes(
     """
     events = read_events(lines, by_event_time=by_event_time)
     return track_clusters(
-        events, lateness_ms=lateness_ms, dedupe_horizon_ms=dedupe_horizon_ms, final=final
+        events,
+        lateness_ms=lateness_ms,
+        dedupe_horizon_ms=dedupe_horizon_ms,
+        final=final,
     )

@@ -41,6 +41,22 @@ class StreamingSettings(Settings):
         gt=0,
         description="Event time over which repeated event ids are recognised as duplicates.",
     )
+    state_partitions: int = Field(
+        default=2,
+        ge=1,
+        le=1024,
+        description="Stateful tasks of the job (spark.sql.shuffle.partitions): its clusters are "
+        "spread over this many state buckets, each a task, so the job's stateful work uses up "
+        "to this many cores; about the cores of all its executors. Fixed per checkpoint: a "
+        "resumed job keeps the number its checkpoint was started with.",
+    )
+    state_memory_mb: int = Field(
+        default=256,
+        ge=16,
+        description="Memory all of an executor's RocksDB state stores share, in MB (their "
+        "block cache and write buffers; spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
+        "), so that more state partitions do not raise the JVM's peak.",
+    )
     trigger_interval_s: float = Field(
         default=1.0, gt=0, description="Micro-batch trigger interval of the long-running job."
     )
@@ -132,7 +148,11 @@ class StreamingSettings(Settings):
     def spark_conf(self) -> dict[str, str]:
         """Spark settings that come from routewatch's (under ``spark-submit``, the driver's
         address only when ROUTEWATCH_SPARK_DRIVER_HOST is set: its --conf may give one)."""
-        conf: dict[str, str] = {}
+        conf: dict[str, str] = {
+            "spark.sql.shuffle.partitions": str(self.state_partitions),
+            "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+            "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": str(self.state_memory_mb),
+        }
         submitted = under_spark_submit()
         if not submitted or "spark_driver_host" in self.model_fields_set:
             conf["spark.driver.host"] = self.spark_driver_host

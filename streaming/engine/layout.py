@@ -41,7 +41,7 @@ __all__ = ["BUCKETS", "STATE_LAYOUT", "StateLayout"]
 
 # the version of this layout; a checkpoint written with another one is not resumed
 # (streaming.job.stream.check_checkpoint)
-STATE_LAYOUT = 2
+STATE_LAYOUT = 3  # 3: the state spread over state buckets, one per stateful task (2: one group)
 BUCKETS = 256
 
 # the names of the entries: the stream's own ...

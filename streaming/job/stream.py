@@ -43,21 +43,22 @@ log = logging.getLogger("routewatch.stream")
 LAYOUT_FILE = "routewatch-state-layout"
 
 
-def check_checkpoint(checkpoint: Path) -> None:
+def check_checkpoint(checkpoint: Path, partitions: int) -> int:
     """Resume only a checkpoint whose state this version reads: a new one is marked with the
-    state layout; one marked with another, or written before layouts were marked, is refused
-    with one sentence saying what to do."""
+    state layout and its number of state partitions (``partitions``); one marked with another
+    layout, or written before layouts were marked, is refused with one sentence saying what to
+    do. Returns the checkpoint's number of state partitions."""
     marker = checkpoint / LAYOUT_FILE
     if marker.is_file():
-        found = marker.read_text().strip()
-        if found == str(STATE_LAYOUT):
-            return
+        found, _, rest = marker.read_text().strip().partition("\n")
+        if found == str(STATE_LAYOUT) and rest.startswith("partitions "):
+            return int(rest.split()[1])
     else:
         offsets = checkpoint / "offsets"
         if not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
             checkpoint.mkdir(parents=True, exist_ok=True)
-            marker.write_text(f"{STATE_LAYOUT}\n")
-            return
+            marker.write_text(f"{STATE_LAYOUT}\npartitions {partitions}\n")
+            return partitions
         found = "an earlier one"
     raise RoutewatchError(
         f"the checkpoint {checkpoint} holds state in layout {found}, which this routewatch "
@@ -75,7 +76,18 @@ def start_stream(
     """Start the long-running job over ``source`` (``spool`` or ``kafka``), writing to the
     store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given."""
     checkpoint = checkpoint or settings.checkpoint_dir / source
-    check_checkpoint(checkpoint)
+    partitions = check_checkpoint(checkpoint, settings.state_partitions)
+    if partitions != settings.state_partitions:
+        log.warning(
+            "the checkpoint %s was started with %d state partitions, which it keeps: "
+            "ROUTEWATCH_STATE_PARTITIONS=%d applies to a new checkpoint only (docs/operations.md, "
+            "Sizing)",
+            checkpoint,
+            partitions,
+            settings.state_partitions,
+        )
+    # (Spark keeps a resumed query's shuffle partitions too; the state buckets follow them)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     job = job_name(str(checkpoint))
     open_store(settings.store_url).close()  # create and migrate before the first batch
     if source == "spool":

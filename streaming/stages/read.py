@@ -5,6 +5,12 @@ came from, sortable: a file's modification time, path and block, or a Kafka part
 offset). The lines of one origin reach a partition in order, so numbering them there gives each
 line an ``arrival`` key that sorts in the order the lines arrived, whatever shuffles come later.
 
+The stream's clock travels with the events (``streaming.engine.clock``): the lines of one origin
+in a partition are a *block* — with ``by_event_time``, the whole partition is one — and the
+stage gives each valid event the largest ``ts`` before it in its block (``prior``) and adds one
+summary row per block (``value`` null; ``arrival``: the block's last valid event's; ``ts``: its
+largest), which every state bucket receives.
+
 Validation is the contract's own (``routewatch.validation``), run in Python over Arrow batches,
 so the Spark job and every other reader agree on what is bad input and why.
 """
@@ -17,12 +23,14 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from routewatch.codec import parse
 from routewatch.validation import BadInput
+from streaming.engine.clock import bucket_of
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -47,21 +55,57 @@ _ARROW_SCHEMA = pa.schema(
         ("event_id", pa.string()),
         ("reason", pa.string()),
         ("detail", pa.string()),
+        ("prior", pa.int64()),
     ]
 )
 EVENTS_SCHEMA = from_arrow_schema(_ARROW_SCHEMA)
 
 
+class _Blocks:
+    """The blocks of one partition's arrivals as they pass: each valid event's prior, and each
+    block's summary once it has ended."""
+
+    def __init__(self, by_event_time: bool) -> None:
+        self.by_event_time = by_event_time
+        self.origin: str | None = None
+        self.end: str | None = None  # the arrival key of the block's last valid event
+        self.max_ts: int | None = None
+        self.ended: list[tuple[str, int]] = []
+
+    def event(self, origin: str, arrival: str, ts: int) -> int | None:
+        """A valid event of ``origin`` -> its prior in its block."""
+        if origin != self.origin and not self.by_event_time:
+            self.close()
+            self.origin = origin
+        prior = None if self.by_event_time else self.max_ts
+        if self.max_ts is None or ts > self.max_ts:
+            self.max_ts = ts
+        if self.end is None or arrival > self.end:
+            self.end = arrival
+        return prior
+
+    def close(self) -> None:
+        if self.end is not None and self.max_ts is not None:
+            self.ended.append((self.end, self.max_ts))
+        self.end = self.max_ts = None
+
+
 def validate_batches(
     batches: Iterator[pa.RecordBatch], by_event_time: bool = False
 ) -> Iterator[pa.RecordBatch]:
-    """Validate ``(value, origin)`` batches of one partition; number lines in arrival order.
+    """Validate ``(value, origin)`` batches of one partition; number lines in arrival order;
+    give valid events their prior and each block its summary row (after its last line's batch,
+    or in the partition's last batch).
 
     With ``by_event_time``, the arrival key starts with the event's ``ts``, so that a batch's
     lines from several sources (Kafka partitions) interleave by event time.
     """
     row = 0
+    blocks = _Blocks(by_event_time)
+    pending: dict[str, list[object]] | None = None
     for batch in batches:
+        if pending is not None:
+            yield pa.RecordBatch.from_pydict(pending, schema=_ARROW_SCHEMA)
         values = batch.column("value").to_pylist()
         origins = batch.column("origin").to_pylist()
         cols: dict[str, list[object]] = {name: [] for name in _ARROW_SCHEMA.names}
@@ -74,7 +118,9 @@ def validate_batches(
                 cols["arrival"].append(f"{0:015d}|{arrival}" if by_event_time else arrival)
                 _bad(cols, obj)
                 continue
-            cols["arrival"].append(f"{obj['ts']:015d}|{arrival}" if by_event_time else arrival)
+            if by_event_time:
+                arrival = f"{obj['ts']:015d}|{arrival}"
+            cols["arrival"].append(arrival)
             cols["cluster"].append(obj["cluster"])
             cols["type"].append(obj["type"])
             cols["ts"].append(obj["ts"])
@@ -82,7 +128,25 @@ def validate_batches(
             cols["event_id"].append(obj["event_id"])
             cols["reason"].append(None)
             cols["detail"].append(None)
-        yield pa.RecordBatch.from_pydict(cols, schema=_ARROW_SCHEMA)
+            cols["prior"].append(blocks.event(origin, arrival, obj["ts"]))
+        _summaries(cols, blocks)
+        pending = cols
+    blocks.close()
+    if pending is None:
+        pending = {name: [] for name in _ARROW_SCHEMA.names}
+    _summaries(pending, blocks)
+    if pending["value"]:
+        yield pa.RecordBatch.from_pydict(pending, schema=_ARROW_SCHEMA)
+
+
+def _summaries(cols: dict[str, list[object]], blocks: _Blocks) -> None:
+    """The summary rows of the blocks ended so far, added to ``cols``."""
+    for end, max_ts in blocks.ended:
+        for name in _ARROW_SCHEMA.names:
+            cols[name].append(None)
+        cols["arrival"][-1] = end
+        cols["ts"][-1] = max_ts
+    blocks.ended.clear()
 
 
 def _decode(value: bytes | str, origin: str) -> tuple[str, dict[str, Any] | BadInput]:
@@ -115,7 +179,7 @@ def _where(origin: str) -> str:
 
 def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
     cols["cluster"].append(bad.cluster)
-    for name in ("type", "ts", "seq", "event_id"):
+    for name in ("type", "ts", "seq", "event_id", "prior"):
         cols[name].append(None)
     cols["reason"].append(bad.reason)
     cols["detail"].append(bad.detail)
@@ -132,30 +196,54 @@ def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
     return lines.select("value", "origin").mapInArrow(validate_fn, EVENTS_SCHEMA)
 
 
-# Events packed for the stateful stage: one row per Arrow batch of events, the batch in Arrow's
-# IPC stream format. The stage has one group (the stream's one clock), and PySpark regroups a
-# group's rows one at a time in Python; a few packed rows per batch instead of one per event
-# take that per-row cost off the one task that sees every event.
-_CHUNKS_ARROW_SCHEMA = pa.schema([("events", pa.binary())])
+# Events packed for the stateful stage: per Arrow batch, one row per state bucket, the bucket's
+# events (and every block summary) in Arrow's IPC stream format, under the bucket's grouping
+# key. PySpark regroups a group's rows one at a time in Python; a few packed rows per batch
+# instead of one per event take that per-row cost off the stateful tasks.
+_CHUNKS_ARROW_SCHEMA = pa.schema([("bucket", pa.int32()), ("events", pa.binary())])
 CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
 
 
-def pack_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Batches of events (:data:`EVENTS_SCHEMA`) -> one row each, the batch as Arrow IPC."""
+def _ipc(batch: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def pack_batches(batches: Iterator[pa.RecordBatch], keys: list[int]) -> Iterator[pa.RecordBatch]:
+    """Batches of events (:data:`EVENTS_SCHEMA`) -> one row per state bucket each: the events
+    of the bucket's clusters (:func:`streaming.engine.clock.bucket_of`; bad input naming none:
+    bucket 0) and every block summary, as Arrow IPC, under ``keys[bucket]``."""
+    n = len(keys)
     for batch in batches:
         if not batch.num_rows:
             continue
-        sink = pa.BufferOutputStream()
-        with ipc.new_stream(sink, batch.schema) as writer:
-            writer.write_batch(batch)
+        clusters = batch.column("cluster").to_pylist()
+        summary = pc.is_null(batch.column("value")).to_pylist()
+        rows: list[list[int]] = [[] for _ in range(n)]
+        for i, (cluster, is_summary) in enumerate(zip(clusters, summary, strict=True)):
+            if is_summary:
+                for bucket_rows in rows:
+                    bucket_rows.append(i)
+            else:
+                rows[bucket_of(cluster, n)].append(i)
+        out_keys, blobs = [], []
+        for bucket, indices in enumerate(rows):
+            if indices:
+                out_keys.append(keys[bucket])
+                blobs.append(_ipc(batch.take(pa.array(indices, pa.int32()))))
         yield pa.RecordBatch.from_arrays(
-            [pa.array([sink.getvalue().to_pybytes()], pa.binary())], schema=_CHUNKS_ARROW_SCHEMA
+            [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary())],
+            schema=_CHUNKS_ARROW_SCHEMA,
         )
 
 
-def pack_events(events: DataFrame) -> DataFrame:
-    """Validated events -> packed rows of :data:`CHUNKS_SCHEMA` (see :func:`unpack_chunks`)."""
-    return events.select(*_ARROW_SCHEMA.names).mapInArrow(pack_batches, CHUNKS_SCHEMA)
+def pack_events(events: DataFrame, keys: list[int]) -> DataFrame:
+    """Validated events -> packed rows of :data:`CHUNKS_SCHEMA` (see :func:`unpack_chunks`),
+    one state bucket per key of ``keys``."""
+    pack = functools.partial(pack_batches, keys=keys)
+    return events.select(*_ARROW_SCHEMA.names).mapInArrow(pack, CHUNKS_SCHEMA)
 
 
 def unpack_chunks(chunks: list[bytes]) -> pa.Table:

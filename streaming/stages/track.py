@@ -1,10 +1,12 @@
-"""Stage 2, track clusters: the engine's step as a Spark stateful processor over the whole stream.
+"""Stage 2, track clusters: the engine's step as a Spark stateful processor, one state bucket
+per group.
 
-Stream time and the lateness bound are the whole stream's, not a cluster's (see
-``streaming.engine.stream``), so the stateful stage has one group: every event, of every
-cluster, goes through one intake and one clock. Each micro-batch, the processor turns the read
-stage's rows into arrivals and bad lines and calls the engine's one step function
-(:class:`streaming.engine.step.Step`) over the group's state; it only adapts pandas and Spark's
+Each cluster's events and state live in one state bucket (``streaming.engine.clock.bucket_of``),
+a group of the stateful stage, so that Spark runs the buckets as parallel tasks; every bucket
+also receives every block summary of the batch, from which it keeps the whole stream's clock
+(``streaming.engine.clock``). Each micro-batch, the processor turns the read stage's rows into
+arrivals, their priors and bad lines and calls the engine's one step function
+(:class:`streaming.engine.step.Step`) over the bucket's state; it only adapts pandas and Spark's
 ``MapState`` to the step's :class:`~streaming.engine.entries.Entries`. What is stored where is
 the engine's business (:mod:`streaming.engine.layout`); Spark keeps it in its state store
 (RocksDB), checkpointed with the query, so a restart resumes exactly.
@@ -41,6 +43,7 @@ from pyspark.sql.types import (
 )
 
 from routewatch.changes import BadLine, ChangeRow
+from streaming.engine.clock import Block, batch_max, priors
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
@@ -49,14 +52,11 @@ from streaming.stages.read import unpack_chunks
 __all__ = [
     "CHANGES_SCHEMA",
     "STATE_VARIABLES",
-    "STREAM_KEY",
     "StreamProcessor",
     "changes_frame",
     "schema",
 ]
 
-# the one group of the stateful stage (its grouping column is ``stream``)
-STREAM_KEY = "routewatch"
 # The processor's state variables, as checkpoints know them: name -> (kind, key schema (maps),
 # value schema), in Spark's DDL (see docs/operations.md, Checkpoints). One map: its entries are
 # named below and hold bytes (JSON, or packed held events).
@@ -120,8 +120,9 @@ class _Entries:
 
 
 class StreamProcessor(StatefulProcessor):
-    """Feeds the stream's events through :class:`StreamEngine`: one intake, one clock, and
-    each cluster's :class:`ClusterEngine`; bad input becomes ``bad`` change rows.
+    """Feeds a state bucket's events through :class:`StreamEngine`: its intake, the whole
+    stream's clock, and each of its clusters' :class:`ClusterEngine`; bad input becomes
+    ``bad`` change rows.
 
     ``final``: the input is finite and this is its only batch (``evaluate``): everything held
     back by the lateness bound is applied at the end.
@@ -141,16 +142,32 @@ class StreamProcessor(StatefulProcessor):
     ) -> Iterator[pd.DataFrame]:
         events = unpack_chunks([bytes(c) for frame in rows for c in frame["events"]])
         columns = events.select(
-            ["cluster", "event_id", "ts", "seq", "value", "reason", "detail"]
+            ["cluster", "event_id", "ts", "seq", "value", "reason", "detail", "arrival", "prior"]
         ).to_pydict()
         arrivals: list[Arrival] = []
+        keys: list[str] = []
+        own: list[int | None] = []
+        blocks: list[Block] = []
         bad: list[tuple[str | None, BadLine]] = []
-        for cluster, eid, ts, seq, value, reason, detail in zip(*columns.values(), strict=True):
-            if reason is None:
+        for cluster, eid, ts, seq, value, reason, detail, arrival, prior in zip(
+            *columns.values(), strict=True
+        ):
+            if value is None:
+                blocks.append(Block(arrival, ts))
+            elif reason is None:
                 arrivals.append((dedupe_id(cluster, eid), ts, seq, value))
+                keys.append(arrival)
+                own.append(prior)
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
-        out = self.step(self.entries, arrivals, final=self.final, bad=bad)
+        out = self.step(
+            self.entries,
+            arrivals,
+            final=self.final,
+            bad=bad,
+            priors=priors(keys, own, blocks),
+            batch_max=batch_max(blocks),
+        )
         if out:
             yield changes_frame(out)
 

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import random
 from pathlib import Path
 
 import orjson
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from emitter.scenarios import SCENARIOS
 from routewatch.alerts import Alert, StoredAlert
 from routewatch.changes import BadLine, ChangeRow, Count, RouteChange, decode
+from routewatch.codec import encode
 from routewatch.settings import load
+from streaming.engine.runner import StreamRun, run_stream
 from streaming.job.evaluate import evaluate_traces, final_alerts
 from streaming.pipeline import changes, track_clusters
 from streaming.settings import StreamingSettings
@@ -176,3 +180,64 @@ def test_bad_input_is_kept_with_raw_text_reason_and_detail_in_the_same_pass(
     assert bad == [("not_json", "{nope"), ("not_object", "[1]")]
     counts = {(c.name, c.label): c.value for c in changes_ if isinstance(c, Count)}
     assert counts == {("events", "heartbeat"): 1}  # the bad lines reached no cluster's state
+
+
+def _interleaved_clusters(seed: int) -> list[tuple[str, int, int | None, str]]:
+    """Five scenarios, each as its own cluster, their events taken in random runs: the stream
+    whose clock every state bucket must keep (some events arrive more than the bound late)."""
+    rng = random.Random(seed)
+    queues = []
+    for i, name in enumerate(sorted(SCENARIOS)[:5]):
+        queue = []
+        for e in SCENARIOS[name].run(seed=seed):
+            event = orjson.loads(encode(e))
+            event["cluster"] = f"cluster-{i}"
+            queue.append((e.event_id, e.ts, e.seq, orjson.dumps(event).decode()))
+        queues.append(queue)
+    stream = []
+    while any(queues):
+        queue = rng.choice([q for q in queues if q])
+        take = rng.randint(1, 30)
+        stream += queue[:take]
+        del queue[:take]
+    return stream
+
+
+def test_state_buckets_on_several_tasks_give_exactly_one_intakes_alerts(
+    spark: SparkSession,
+) -> None:
+    stream = _interleaved_clusters(seed=4)
+    reference = run_stream(stream, lateness_ms=2000)
+    assert reference.late > 0
+    # the stream's lines in blocks (origins) of random length, spread over three partitions
+    rng = random.Random(4)
+    rows, origin, n = [], 0, 0
+    for _, _, _, raw in stream:
+        if n == 0:
+            origin, n = origin + 1, rng.randint(1, 40)
+        rows.append((raw, f"o{origin:05d}", len(rows)))
+        n -= 1
+    lines = (
+        spark.createDataFrame(rows, "value string, origin string, n long")
+        .repartition(3, "origin")
+        .sortWithinPartitions("origin", "n")
+        .select("value", "origin")
+    )
+
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    try:
+        out = (
+            changes(lines, lateness_ms=2000, dedupe_horizon_ms=300_000, final=True)
+            .select("*", F.spark_partition_id().alias("task"))
+            .collect()
+        )
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+
+    run = StreamRun()
+    run.add([ChangeRow(*r[:-1]) for r in out])
+    assert len({r.task for r in out if r.cluster is not None}) > 1  # state on several tasks
+    for cluster, expected_run in reference.clusters.items():
+        got = [a.to_dict() for a in run.cluster(cluster).alert_changes]
+        assert got == [a.to_dict() for a in expected_run.alert_changes], cluster
+    assert (run.late, run.duplicates) == (reference.late, reference.duplicates)

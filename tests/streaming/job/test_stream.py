@@ -156,6 +156,11 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused_in_one_sentence(
     assert "delete the checkpoint and the store, and start again" in message
     assert message.count(". ") == 0 and message.endswith(".")
 
+    # one of layout 2 (the whole stream in one group, before state buckets): refused alike
+    (checkpoint / LAYOUT_FILE).write_text("2\n")
+    with pytest.raises(RoutewatchError, match=r"holds state in layout 2, which this routewatch"):
+        start_stream(spark, settings, "spool")
+
 
 def _checksum_files(checkpoint: Path) -> set[str]:
     """The .crc files of what each batch writes: its offsets, commit, file list, changelogs."""

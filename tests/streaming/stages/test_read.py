@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
@@ -27,7 +29,8 @@ def test_valid_lines_get_their_envelope_and_bad_lines_their_reason(spark: SparkS
         "value string, origin string",
     ).coalesce(1)
 
-    rows = read_events(lines).orderBy("arrival").collect()
+    out = read_events(lines).orderBy("arrival").collect()
+    rows = [r for r in out if r.value is not None]  # (and the block's summary: below)
 
     assert [(r.cluster, r.type, r.ts, r.seq, r.event_id, r.reason) for r in rows] == [
         ("C", "send", 1000, 7, "p-1", None),
@@ -38,6 +41,61 @@ def test_valid_lines_get_their_envelope_and_bad_lines_their_reason(spark: SparkS
     assert rows[3].detail == "send.cluster is missing"
     assert [r.arrival for r in rows] == [f"f1|{i:012d}" for i in range(4)]
     assert rows[0].value == GOOD
+    assert [(r.arrival, r.ts) for r in out if r.value is None] == [("f1|000000000000", 1000)]
+
+
+def _event(ts: int) -> str:
+    return GOOD.replace('"ts":1000', f'"ts":{ts}')
+
+
+Rows = list[tuple[Any, Any]]
+
+
+def _validated(
+    values: list[str], origins: list[str], *, by_event_time: bool = False
+) -> tuple[Rows, Rows]:
+    """Lines through stage 1 in two Arrow batches (a block may end in either) -> each line's
+    ``(arrival, prior)`` and each block summary's ``(arrival, ts)``."""
+    schema = pa.schema([("value", pa.string()), ("origin", pa.string())])
+    half = len(values) // 2
+    batches = [
+        pa.RecordBatch.from_pydict({"value": v, "origin": o}, schema=schema)
+        for v, o in ((values[:half], origins[:half]), (values[half:], origins[half:]))
+    ]
+    out = pa.Table.from_batches(list(validate_batches(iter(batches), by_event_time)))
+    rows = out.select(["value", "arrival", "prior", "ts"]).to_pylist()
+    lines = [(r["arrival"], r["prior"]) for r in rows if r["value"] is not None]
+    summaries = [(r["arrival"], r["ts"]) for r in rows if r["value"] is None]
+    return lines, summaries
+
+
+def test_each_event_gets_the_largest_ts_before_it_in_its_block_and_each_block_a_summary() -> None:
+    lines, summaries = _validated(
+        [_event(5000), _event(3000), "{bad", _event(9000), _event(1000), _event(4000)],
+        ["a", "a", "a", "b", "b", "c"],
+    )
+
+    assert lines == [
+        ("a|000000000000", None),
+        ("a|000000000001", 5000),
+        ("a|000000000002", None),  # bad input: no part of the clock
+        ("b|000000000003", None),
+        ("b|000000000004", 9000),
+        ("c|000000000005", None),
+    ]
+    # each block's last valid event and its largest ts
+    assert summaries == [
+        ("a|000000000001", 5000),
+        ("b|000000000004", 9000),
+        ("c|000000000005", 4000),
+    ]
+
+
+def test_by_event_time_the_partition_is_one_block_and_no_event_has_a_prior() -> None:
+    lines, summaries = _validated([_event(5000), _event(3000)], ["0|1", "1|1"], by_event_time=True)
+
+    assert [prior for _, prior in lines] == [None, None]
+    assert summaries == [("000000000005000|0|1|000000000000", 5000)]
 
 
 @pytest.mark.spark
@@ -49,7 +107,7 @@ def test_a_line_that_is_not_utf8_is_bad_input_naming_its_file(spark: SparkSessio
         "value binary, origin string",
     ).coalesce(1)
 
-    rows = read_events(lines).orderBy("arrival").collect()
+    rows = read_events(lines).where("value IS NOT NULL").orderBy("arrival").collect()
 
     assert [(r.event_id, r.reason) for r in rows] == [("p-1", None), (None, "not_utf8")]
     assert rows[0].value == GOOD
