@@ -1,7 +1,7 @@
 """The engine's step alone, without Spark: what the stateful stage's Python costs per event of
 the reference fleet in steady state, and where it goes (issue 38's baseline).
 
-    .venv/bin/python -m benchmarks.engine_step [--duration 100] [--warmup 65] [--profile]
+    .venv/bin/python -m benchmarks.engine_step [--duration 100] [--warmup 65] [--profile] [--raw]
 
 The fleet (``routewatch simulate --fleet``'s reference: 10 clusters x 10 brokers x 10,000
 topics, 2 NameServers, 10,000 sends/s) is generated into memory, cut into batches of one second
@@ -11,7 +11,9 @@ job calls, minus Spark's transport and state store. The first ``--warmup`` secon
 unmeasured: every broker's first registration (each of its 10,000 topics judged) and the next
 one, 30 s later. Then, for every later batch: its wall time; and, apart, the time ``orjson``
 takes to decode the batch's lines by type — the part of the step that is decoding JSON text a
-second time (the read stage decoded it once to validate it). ``--profile`` prints cProfile's
+second time (the read stage decoded it once to validate it). Delivered sends are held in their
+compact form, as the job holds them (``streaming.engine.compact``); ``--raw`` holds every event
+raw, as before. ``--profile`` prints cProfile's
 top functions over the measured batches (its own overhead slows them about 2x: the rates
 printed are those of the run without it).
 
@@ -32,6 +34,7 @@ import orjson
 
 from benchmarks.results import print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
+from streaming.engine.compact import compact
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
@@ -41,18 +44,24 @@ LATENESS_MS = 2_000
 DEDUPE_HORIZON_MS = 300_000
 
 
-def batches_of(spec: FleetSpec) -> tuple[list[list[Arrival]], list[dict[str, list[str]]]]:
-    """The fleet's arrivals cut by second of ``ts``, and each batch's lines by event type."""
+Batch = tuple[list[Arrival], list[str | None]]
+
+
+def batches_of(spec: FleetSpec) -> tuple[list[Batch], list[dict[str, list[str]]]]:
+    """The fleet's arrivals cut by second of ``ts``, each with the compact forms the read stage
+    gives them (``streaming.engine.compact``), and each batch's lines by event type."""
     lines: list[bytes] = []
     generate_fleet(spec, lines.append)
-    by_second: dict[int, list[Arrival]] = defaultdict(list)
+    by_second: dict[int, Batch] = defaultdict(lambda: ([], []))
     by_type: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for raw in lines:
         event = orjson.loads(raw)
         second = event["ts"] // 1000
         text = raw.decode()
         key = dedupe_id(event["cluster"], event["event_id"])
-        by_second[second].append((key, event["ts"], event.get("seq"), text))
+        arrivals, forms = by_second[second]
+        arrivals.append((key, event["ts"], event.get("seq"), text))
+        forms.append(compact(event))
         by_type[second][event["type"]].append(text)
     seconds = sorted(by_second)
     return [by_second[s] for s in seconds], [dict(by_type[s]) for s in seconds]
@@ -63,6 +72,9 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=100, help="seconds of fleet traffic")
     parser.add_argument("--warmup", type=int, default=65, help="seconds applied unmeasured")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
+    parser.add_argument(
+        "--raw", action="store_true", help="hold every event raw, as before the compact sends"
+    )
     args = parser.parse_args()
     if args.warmup >= args.duration:
         parser.error("--warmup must be shorter than --duration")
@@ -70,18 +82,21 @@ def main() -> None:
     spec = FleetSpec(duration=args.duration)
     started = time.perf_counter()
     batches, types = batches_of(spec)
-    print(f"generated {sum(map(len, batches)):,} events in {time.perf_counter() - started:.1f} s")
+    generated = sum(len(b) for b, _ in batches)
+    print(f"generated {generated:,} events in {time.perf_counter() - started:.1f} s")
 
     step, entries = Step(LATENESS_MS, DEDUPE_HORIZON_MS), MemoryEntries()
-    for batch in batches[: args.warmup]:
-        step(entries, batch)
+    forms_of: list[str | None] | None
+    for batch, forms in batches[: args.warmup]:
+        step(entries, batch, compact=None if args.raw else forms)
     measured = batches[args.warmup :]
     walls = []
-    for batch in measured:
+    for batch, forms in measured:
+        forms_of = None if args.raw else forms
         t0 = time.perf_counter()
-        step(entries, batch)
+        step(entries, batch, compact=forms_of)
         walls.append(time.perf_counter() - t0)
-    events = sum(map(len, measured))
+    events = sum(len(batch) for batch, _ in measured)
     wall = sum(walls)
 
     decode: dict[str, float] = defaultdict(float)
@@ -115,12 +130,12 @@ def main() -> None:
 
     if args.profile:
         step2, entries2 = Step(LATENESS_MS, DEDUPE_HORIZON_MS), MemoryEntries()
-        for batch in batches[: args.warmup]:
-            step2(entries2, batch)
+        for batch, forms in batches[: args.warmup]:
+            step2(entries2, batch, compact=None if args.raw else forms)
         profile = cProfile.Profile()
         profile.enable()
-        for batch in measured:
-            step2(entries2, batch)
+        for batch, forms in measured:
+            step2(entries2, batch, compact=None if args.raw else forms)
         profile.disable()
         print("\ncProfile over the measured batches (tottime, top 25):")
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
@@ -130,6 +145,7 @@ def main() -> None:
         {
             "duration_s": args.duration,
             "warmup_s": args.warmup,
+            "sends_held": "raw" if args.raw else "compact",
             "events": events,
             "events_per_s": round(rate),
             "real_time_factor": round(rate / (events / len(measured)), 2),

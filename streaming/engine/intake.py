@@ -87,6 +87,7 @@ class Intake:
         arrivals: list[tuple[str, int, int | None, str]],
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
+        compact: list[str | None] | None = None,
     ) -> IntakeResult:
         """Take ``(event_id, ts, seq, raw)`` in arrival order; return what is released.
 
@@ -94,7 +95,9 @@ class Intake:
         valid event received before it, this intake's or not. ``priors[i]``, if given, is the
         largest ``ts`` received before arrival ``i`` in this batch by the rest of the stream
         (other state buckets, :mod:`streaming.engine.clock`), and ``batch_max`` the largest of
-        the whole batch; without them this intake is the whole stream."""
+        the whole batch; without them this intake is the whole stream. ``compact[i]``, if given
+        and not None, is what arrival ``i`` is held and released as instead of its raw line
+        (:mod:`streaming.engine.compact`)."""
         out = IntakeResult()
         running = self.max_received
         for i, (event_id, ts, seq, raw) in enumerate(arrivals):
@@ -126,7 +129,8 @@ class Intake:
             self.arrivals += 1
             if bucket in self._stored:
                 self._load_bucket(bucket)
-            held = Held(ts, _NO_SEQ if seq is None else seq, self.arrivals, event_id, raw)
+            value = raw if compact is None else compact[i] or raw
+            held = Held(ts, _NO_SEQ if seq is None else seq, self.arrivals, event_id, value)
             heapq.heappush(self.held, held)
             self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
             self.changed_buckets.add(bucket)

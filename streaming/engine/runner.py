@@ -19,6 +19,7 @@ from routewatch.changes import DUPLICATES, LATE, BadLine, ChangeRow, Count, Rout
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 from streaming.engine.clock import Block, batch_max, bucket_of, in_block_priors, priors
+from streaming.engine.compact import compact
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
@@ -88,13 +89,16 @@ def run_stream(
     step = Step(lateness_ms, dedupe_horizon_ms)
     entries = MemoryEntries()
     run = StreamRun()
-    pending = [
-        (dedupe_id(orjson.loads(raw)["cluster"], event_id), ts, seq, raw)
-        for event_id, ts, seq, raw in arrivals
-    ]
+    pending: list[Arrival] = []
+    forms: list[str | None] = []
+    for event_id, ts, seq, raw in arrivals:
+        event = orjson.loads(raw)
+        pending.append((dedupe_id(event["cluster"], event_id), ts, seq, raw))
+        forms.append(compact(event))
     size = batch_size or max(len(pending), 1)
     for start in range(0, len(pending), size):
-        run.add(step(entries, pending[start : start + size]))
+        end = start + size
+        run.add(step(entries, pending[start:end], compact=forms[start:end]))
     run.add(step(entries, [], final=True))
     return run
 
@@ -115,8 +119,8 @@ def run_buckets(
     run = StreamRun()
     for blocks in batches:
         summaries: list[Block] = []
-        own: list[tuple[list[str], list[int | None], list[Arrival]]] = [
-            ([], [], []) for _ in range(buckets)
+        own: list[tuple[list[str], list[int | None], list[Arrival], list[str | None]]] = [
+            ([], [], [], []) for _ in range(buckets)
         ]
         for b, block in enumerate(blocks):
             in_block, top = in_block_priors([ts for _, ts, _, _ in block])
@@ -124,13 +128,15 @@ def run_buckets(
                 summaries.append(Block(f"{b:09d}|{len(block) - 1:09d}", top))
             pairs = zip(block, in_block, strict=True)
             for p, ((event_id, ts, seq, raw), prior) in enumerate(pairs):
-                cluster = orjson.loads(raw)["cluster"]
-                keys, prior_list, arrivals = own[bucket_of(cluster, buckets)]
+                event = orjson.loads(raw)
+                cluster = event["cluster"]
+                keys, prior_list, arrivals, forms = own[bucket_of(cluster, buckets)]
                 keys.append(f"{b:09d}|{p:09d}")
                 prior_list.append(prior)
                 arrivals.append((dedupe_id(cluster, event_id), ts, seq, raw))
+                forms.append(compact(event))
         top = batch_max(summaries)
-        for bucket, (keys, prior_list, arrivals) in enumerate(own):
+        for bucket, (keys, prior_list, arrivals, forms) in enumerate(own):
             if not summaries:
                 continue  # (no valid event: no bucket is called, as in Spark)
             run.add(
@@ -139,6 +145,7 @@ def run_buckets(
                     arrivals,
                     priors=priors(keys, prior_list, summaries),
                     batch_max=top,
+                    compact=forms,
                 )
             )
     for bucket_entries in entries:
@@ -180,6 +187,7 @@ class LineRun:
     def batch(self, lines: Iterable[str], *, final: bool = False) -> list[ChangeRow]:
         """One batch of lines, in arrival order; with ``final``, the input ends with it."""
         arrivals: list[Arrival] = []
+        forms: list[str | None] = []
         bad: list[tuple[str | None, BadLine]] = []
         for line in lines:
             event = parse(line)
@@ -189,4 +197,5 @@ class LineRun:
                 cluster = event["cluster"]
                 key = dedupe_id(cluster, event["event_id"])
                 arrivals.append((key, event["ts"], event.get("seq"), line))
-        return self.step(self.entries, arrivals, final=final, bad=bad)
+                forms.append(compact(event))
+        return self.step(self.entries, arrivals, final=final, bad=bad, compact=forms)

@@ -62,6 +62,7 @@ class Step:
         bad: Iterable[tuple[str | None, BadLine]] = (),
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
+        compact: list[str | None] | None = None,
     ) -> list[ChangeRow]:
         """Apply one batch: ``arrivals`` (valid events, ``(dedupe id, ts, seq, raw)``, in
         arrival order) and ``bad`` input (the cluster it names, if any, and the line); with
@@ -70,13 +71,15 @@ class Step:
 
         ``priors`` and ``batch_max``: when the entries are one state bucket's (some of the
         stream's clusters), the largest ``ts`` the rest of the stream received before each
-        arrival, and in the whole batch (:mod:`streaming.engine.clock`)."""
+        arrival, and in the whole batch (:mod:`streaming.engine.clock`). ``compact``: the
+        arrivals' compact forms, held instead of their raw lines where given
+        (:mod:`streaming.engine.compact`)."""
         out = [encode_bad(cluster, line) for cluster, line in bad]
         layout = StateLayout(entries, self.lateness_ms, self.dedupe_horizon_ms)
         intake = layout.load_intake(arrivals)
         clock = layout.load_clock()
         stream = StreamEngine(intake, layout.load_engine, clock)
-        result = stream.receive(arrivals, priors, batch_max)
+        result = stream.receive(arrivals, priors, batch_max, compact)
         if final:
             stream.flush()
         for cluster, engine in stream.finish():

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from streaming.engine.cluster import ClusterEngine
+from streaming.engine.compact import MARK, expand
 from streaming.engine.intake import Held, Intake, IntakeResult
 
 __all__ = ["Arrival", "Clock", "StreamEngine"]
@@ -79,11 +80,13 @@ class StreamEngine:
         arrivals: list[Arrival],
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
+        compact: list[str | None] | None = None,
     ) -> IntakeResult:
         """Take one batch of arrivals: apply what the lateness bound releases, then let time
         pass for every cluster. ``priors`` and ``batch_max``: what the rest of the stream
-        received, when this engine holds only some of its clusters (:meth:`Intake.receive`)."""
-        result = self.intake.receive(arrivals, priors, batch_max)
+        received, when this engine holds only some of its clusters; ``compact``: the arrivals'
+        compact forms (:meth:`Intake.receive`)."""
+        result = self.intake.receive(arrivals, priors, batch_max, compact)
         self._apply(result.released)
         self._tick()
         return result
@@ -100,7 +103,11 @@ class StreamEngine:
 
     def _apply(self, released: Iterable[Held]) -> None:
         for held in released:
-            event = orjson.loads(held.value)
+            value = held.value
+            if value.startswith(MARK):
+                event = expand(value, held.ts, held.seq)
+            else:
+                event = orjson.loads(value)
             self.engine(event["cluster"]).apply_event(event)
             if self.clock.stream_time is None or held.ts > self.clock.stream_time:
                 self.clock.stream_time = held.ts

@@ -31,6 +31,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 from streaming.engine.clock import bucket_of
+from streaming.engine.compact import compact
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -56,6 +57,7 @@ _ARROW_SCHEMA = pa.schema(
         ("reason", pa.string()),
         ("detail", pa.string()),
         ("prior", pa.int64()),
+        ("held", pa.string()),
     ]
 )
 EVENTS_SCHEMA = from_arrow_schema(_ARROW_SCHEMA)
@@ -129,6 +131,7 @@ def validate_batches(
             cols["reason"].append(None)
             cols["detail"].append(None)
             cols["prior"].append(blocks.event(origin, arrival, obj["ts"]))
+            cols["held"].append(compact(obj))
         _summaries(cols, blocks)
         pending = cols
     blocks.close()
@@ -179,7 +182,7 @@ def _where(origin: str) -> str:
 
 def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
     cols["cluster"].append(bad.cluster)
-    for name in ("type", "ts", "seq", "event_id", "prior"):
+    for name in ("type", "ts", "seq", "event_id", "prior", "held"):
         cols[name].append(None)
     cols["reason"].append(bad.reason)
     cols["detail"].append(bad.detail)

@@ -143,13 +143,15 @@ class StreamProcessor(StatefulProcessor):
         events = unpack_chunks([bytes(c) for frame in rows for c in frame["events"]])
         columns = events.select(
             ["cluster", "event_id", "ts", "seq", "value", "reason", "detail", "arrival", "prior"]
+            + ["held"]
         ).to_pydict()
         arrivals: list[Arrival] = []
         keys: list[str] = []
         own: list[int | None] = []
+        forms: list[str | None] = []
         blocks: list[Block] = []
         bad: list[tuple[str | None, BadLine]] = []
-        for cluster, eid, ts, seq, value, reason, detail, arrival, prior in zip(
+        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held in zip(
             *columns.values(), strict=True
         ):
             if value is None:
@@ -158,6 +160,7 @@ class StreamProcessor(StatefulProcessor):
                 arrivals.append((dedupe_id(cluster, eid), ts, seq, value))
                 keys.append(arrival)
                 own.append(prior)
+                forms.append(held)
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
         out = self.step(
@@ -167,6 +170,7 @@ class StreamProcessor(StatefulProcessor):
             bad=bad,
             priors=priors(keys, own, blocks),
             batch_max=batch_max(blocks),
+            compact=forms,
         )
         if out:
             yield changes_frame(out)

@@ -211,7 +211,8 @@ def test_state_buckets_on_several_tasks_give_exactly_one_intakes_alerts(
     assert reference.late > 0
     # the stream's lines in blocks (origins) of random length, spread over three partitions
     rng = random.Random(4)
-    rows, origin, n = [], 0, 0
+    rows: list[tuple[str, str, int]] = []
+    origin, n = 0, 0
     for _, _, _, raw in stream:
         if n == 0:
             origin, n = origin + 1, rng.randint(1, 40)

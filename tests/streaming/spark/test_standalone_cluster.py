@@ -5,6 +5,7 @@ ROUTEWATCH_SPARK_MASTER, and submitted with ``spark-submit`` as the README says.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from routewatch.events import Event
 from routewatch.settings import load
 from routewatch.store import StoreError, StoreUnavailableError, open_store
 from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
+from streaming.engine.clock import bucket_of
 from streaming.job.evaluate import evaluate_traces
 from streaming.job.stream import STOP_DEADLINE_S
 from streaming.settings import StreamingSettings
@@ -54,6 +56,33 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
         yield running
 
 
+def _event_log_conf(events: Path) -> list[str]:
+    """Spark's event log of the job's application, into ``events``: where its tasks ran."""
+    events.mkdir(parents=True, exist_ok=True)
+    return [
+        *("--conf", "spark.eventLog.enabled=true"),
+        *("--conf", f"spark.eventLog.dir=file://{events}"),
+    ]
+
+
+def _stateful_executors(events: Path) -> set[str]:
+    """The executors that ran the stateful stage's tasks, from the event log: a task of a
+    stateful operator reports its state store's metrics (``number of total state rows``)."""
+    executors = set()
+    for log in events.iterdir():
+        for line in log.read_text().splitlines():
+            if '"SparkListenerTaskEnd"' not in line or not line.endswith("}"):
+                continue  # (another event, or the last line, still being written)
+            event = json.loads(line)
+            if event["Event"] != "SparkListenerTaskEnd":
+                continue
+            info = event["Task Info"]
+            names = {a.get("Name") for a in info.get("Accumulables", [])}
+            if "number of total state rows" in names:
+                executors.add(info["Executor ID"])
+    return executors
+
+
 def _spark_submit(cluster: SparkCluster, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """The README's spark-submit line (without --packages: the spool needs no connector). In a
     session of its own: spark-submit's JVM starts the Python driver as its child."""
@@ -64,6 +93,7 @@ def _spark_submit(cluster: SparkCluster, env: dict[str, str], log: Path) -> subp
                 *("--master", cluster.master_url),
                 *("--conf", f"spark.pyspark.python={sys.executable}"),
                 *("--conf", f"spark.pyspark.driver.python={sys.executable}"),
+                *_event_log_conf(Path(env["ROUTEWATCH_DATA_DIR"]) / "events"),
                 routewatch.cli.__file__,
                 *("stream", "--source", "spool"),
             ],
@@ -91,6 +121,8 @@ def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
     env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(root)}
     if launch == "routewatch":
         env["ROUTEWATCH_SPARK_MASTER"] = cluster.master_url
+        # (how pyspark passes arguments to the JVM it launches)
+        env["PYSPARK_SUBMIT_ARGS"] = " ".join([*_event_log_conf(root / "events"), "pyspark-shell"])
         job = start_routewatch(["stream", "--source", "spool"], env, root / "stream.log")
     else:
         job = _spark_submit(cluster, env, root / "stream.log")
@@ -115,6 +147,14 @@ def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
         apps = cluster.state()["activeapps"]
         assert [a["name"] for a in apps] == ["routewatch-stream"]
         assert apps[0]["cores"] == 2  # one executor on each worker
+        # the two clusters are in two state buckets, whose tasks ran on both executors
+        assert bucket_of("Demo", 2) != bucket_of("Diverging", 2)
+        wait_for(
+            lambda: len(_stateful_executors(root / "events")) == 2,
+            60,
+            "stateful tasks on both executors in the event log",
+            interval=1,
+        )
     finally:
         if launch == "spark-submit":
             # stop the Python driver, as an operator does: spark-submit's JVM then exits with it
