@@ -62,6 +62,7 @@ def _event_log_conf(events: Path) -> list[str]:
     return [
         *("--conf", "spark.eventLog.enabled=true"),
         *("--conf", f"spark.eventLog.dir=file://{events}"),
+        *("--conf", "spark.eventLog.compress=false"),
     ]
 
 
@@ -69,8 +70,9 @@ def _stateful_executors(events: Path) -> set[str]:
     """The executors that ran the stateful stage's tasks, from the event log: a task of a
     stateful operator reports its state store's metrics (``number of total state rows``)."""
     executors = set()
-    for log in events.iterdir():
-        for line in log.read_text().splitlines():
+    # (Spark 4 writes an application's log as a directory of rolling files)
+    for log in [p for p in events.rglob("*") if p.is_file()]:
+        for line in log.read_text(errors="replace").splitlines():
             if '"SparkListenerTaskEnd"' not in line or not line.endswith("}"):
                 continue  # (another event, or the last line, still being written)
             event = json.loads(line)
