@@ -102,6 +102,13 @@ def changes_frame(rows: list[ChangeRow]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(ChangeRow._fields)).astype({"at": "Int64"})
 
 
+# what the processor reads of the read stage's rows, in this order
+_COLUMNS = [
+    *("cluster", "event_id", "ts", "seq", "value", "reason", "detail"),
+    *("arrival", "prior", "held"),
+]
+
+
 class _Entries:
     """The step's entries over the processor's ``MapState``: bytes by entry name."""
 
@@ -141,10 +148,7 @@ class StreamProcessor(StatefulProcessor):
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         events = unpack_chunks([bytes(c) for frame in rows for c in frame["events"]])
-        columns = events.select(
-            ["cluster", "event_id", "ts", "seq", "value", "reason", "detail", "arrival", "prior"]
-            + ["held"]
-        ).to_pydict()
+        columns = events.select(_COLUMNS).to_pydict()
         arrivals: list[Arrival] = []
         keys: list[str] = []
         own: list[int | None] = []
