@@ -45,6 +45,8 @@ TARGETS = {
     "jvm_rss_gib": "<= 2 GiB",
     "replay_kafka_events_per_s": ">= 30,000",
     "api_p99_ms": "",
+    "capacity_ratio": ">= 0.5",
+    "core_scaling": ">= 1.5x",
 }
 
 
