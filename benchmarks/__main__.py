@@ -4,7 +4,7 @@
 
 Each benchmark runs in a process of its own, with its default settings (run one alone with
 ``python -m benchmarks.<name> --help`` to change them), and records its figures as it ends;
-``--table`` only prints the table of what is recorded. Takes about 40 minutes on the 2-core
+``--table`` only prints the table of what is recorded. Takes about an hour on the 2-core
 development machine; nothing else should run meanwhile, since every figure is a rate or a
 latency on a shared CPU.
 
