@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from routewatch.events import DeliveredStatus
+from streaming.engine.intake import NO_SEQ
 
 __all__ = ["MARK", "compact", "expand"]
 
 MARK = "\x1f"  # (no JSON text starts with a control character)
-_NO_SEQ = -1
 
 
 def compact(event: dict[str, Any]) -> str | None:
@@ -42,7 +42,7 @@ def expand(value: str, ts: int, seq: int) -> dict[str, Any]:
     return {
         "type": "send",
         "ts": ts,
-        "seq": None if seq == _NO_SEQ else seq,
+        "seq": None if seq == NO_SEQ else seq,
         "cluster": cluster,
         "status": status,
         "topic": topic,

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["Held", "HeldRow", "Intake", "IntakeResult", "dedupe_id"]
+__all__ = ["NO_SEQ", "Held", "HeldRow", "Intake", "IntakeResult", "dedupe_id"]
 
-_NO_SEQ = -1
+NO_SEQ = -1  # a held event's seq when it has none
 
 
 def dedupe_id(cluster: str, event_id: str) -> str:
@@ -130,7 +130,7 @@ class Intake:
             if bucket in self._stored:
                 self._load_bucket(bucket)
             value = raw if compact is None else compact[i] or raw
-            held = Held(ts, _NO_SEQ if seq is None else seq, self.arrivals, event_id, value)
+            held = Held(ts, NO_SEQ if seq is None else seq, self.arrivals, event_id, value)
             heapq.heappush(self.held, held)
             self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
             self.changed_buckets.add(bucket)

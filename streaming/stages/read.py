@@ -225,12 +225,16 @@ def pack_batches(batches: Iterator[pa.RecordBatch], keys: list[int]) -> Iterator
         clusters = batch.column("cluster").to_pylist()
         summary = pc.is_null(batch.column("value")).to_pylist()
         rows: list[list[int]] = [[] for _ in range(n)]
+        bucket_by_cluster: dict[str | None, int] = {}  # (a few clusters, thousands of rows)
         for i, (cluster, is_summary) in enumerate(zip(clusters, summary, strict=True)):
             if is_summary:
                 for bucket_rows in rows:
                     bucket_rows.append(i)
-            else:
-                rows[bucket_of(cluster, n)].append(i)
+                continue
+            b = bucket_by_cluster.get(cluster)
+            if b is None:
+                b = bucket_by_cluster[cluster] = bucket_of(cluster, n)
+            rows[b].append(i)
         out_keys, blobs = [], []
         for bucket, indices in enumerate(rows):
             if indices:
