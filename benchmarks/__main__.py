@@ -47,6 +47,8 @@ TARGETS = {
     "api_p99_ms": "",
     "capacity_ratio": ">= 0.5",
     "core_scaling": ">= 1.5x",
+    "fleet_speedup_same_run": ">= 2x",
+    "big_cluster_ratio": "<= 1.25x",
 }
 
 

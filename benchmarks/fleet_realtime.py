@@ -43,10 +43,19 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    long after the last publish the job had taken everything in (its lag at the end of the
    step), or how many seconds of traffic it was behind.
 
+4. **Real time by state partitions** (``--compare-partitions 1,2``, issue 38): phase 3 again for
+   each number of stateful tasks (``ROUTEWATCH_STATE_PARTITIONS``), one after the other in the
+   same session, each on a spool of its own holding the same files (hard links) and a checkpoint
+   of its own, first brought up to the measured seconds in batches of one second (unmeasured).
+   One partition is the job on one stateful task, as before state buckets (it keeps this
+   version's compact sends and block summaries). Its figure, ``fleet_speedup_same_run``, is
+   the highest sustained speed with the most partitions over the one with the fewest.
+
 Records ``fleet_max_speed`` (the highest sustained speed; 0 if none), ``ceiling_ratio`` (one
 second of traffic per batch; the floor ratio and the ratios at capacity are in the section) and
 ``jvm_rss_gib`` (the Spark JVM's peak resident memory, VmHWM, over the whole run) in
-``benchmarks/results/latest.json``, section ``fleet``.
+``benchmarks/results/latest.json``, section ``fleet``; with ``--compare-partitions``, also
+``fleet_speedup_same_run`` and the section's ``by_partitions``.
 """
 
 from __future__ import annotations
@@ -126,6 +135,20 @@ class SecondFiles:
         staged = self.staged(second)
         os.utime(staged, (mtime, mtime))
         staged.rename(self.spool / f"{second:06d}.jsonl")
+
+    def linked_copy(self, spool: Path) -> SecondFiles:
+        """The same seconds in another spool, as hard links: those published here published
+        there, the others staged (publishing one sets the mtime both names share to the value
+        either would set)."""
+        copy = SecondFiles(spool, self.start_ms)
+        copy.events, copy.bytes = self.events, self.bytes
+        for second in self.events:
+            staged = self.staged(second)
+            if staged.exists():
+                os.link(staged, copy.staged(second))
+            else:
+                os.link(self.spool / f"{second:06d}.jsonl", spool / f"{second:06d}.jsonl")
+        return copy
 
 
 def jvm_rss_gib() -> float:
@@ -418,6 +441,35 @@ def realtime(
     return steps
 
 
+def by_partitions(
+    spark: SparkSession,
+    files: SecondFiles,
+    base: Path,
+    measured: int,
+    partitions: list[int],
+    args: argparse.Namespace,
+    speeds: list[float],
+) -> dict[int, list[Step]]:
+    """Phase 4: phase 3 for each number of state partitions, each on a linked copy of the
+    spool and a checkpoint of its own, first brought up to ``measured`` (unmeasured)."""
+    out: dict[int, list[Step]] = {}
+    for count in partitions:
+        settings = load(
+            StreamingSettings,
+            data_dir=base / f"partitions-{count}",
+            state_partitions=count,
+            max_files_per_trigger=1,
+            trigger_interval_s=0.1,
+        )
+        copy = files.linked_copy(settings.spool_dir)
+        for second in range(measured):
+            copy.publish(second)
+        full_rate(spark, settings, 0)  # (its state, up to the measured seconds)
+        print(f"real time, {count} state partition(s):", flush=True)
+        out[count] = realtime(spark, settings, copy, measured, speeds, args.step, args.drain)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--clusters", type=int, default=10)
@@ -454,8 +506,15 @@ def main() -> None:
         default=1.0,
         help="seconds, beyond two batch durations, the job has to take in a step's end",
     )
+    parser.add_argument(
+        "--compare-partitions",
+        default="",
+        help="phase 4: the real-time phase again for each of these numbers of state partitions "
+        "(e.g. 1,2), in the same session",
+    )
     args = parser.parse_args()
     speeds = [float(s) for s in args.speeds.split(",")]
+    compare = [int(p) for p in args.compare_partitions.split(",") if p]
     measured = args.warm + args.steady
     if args.capacity_batch > 1:  # whole batches of capacity_batch seconds after the warm-up
         b = args.capacity_batch
@@ -469,6 +528,7 @@ def main() -> None:
         files = SecondFiles(settings.spool_dir, spec.start_ms)
         generate_fleet(spec, files.write)
         files.close()
+        pristine = files.linked_copy(Path(tmp) / "pristine") if compare else None
         per_s = statistics.mean(files.events[s] for s in range(args.warm, measured))
         mb_per_s = statistics.mean(files.bytes[s] for s in range(args.warm, measured)) / 1e6
         print(
@@ -504,10 +564,15 @@ def main() -> None:
                     label=f"{args.capacity_batch} s per batch: ",
                     batch_s=args.capacity_batch,
                 )
+            compared: dict[int, list[Step]] = {}
+            if pristine is not None:
+                compared = by_partitions(
+                    spark, pristine, Path(tmp) / "compare", measured, compare, args, speeds
+                )
         finally:
             peak = jvm_rss_gib()  # VmHWM: the JVM's high-water mark since it started
             spark.stop()
-    report(args, per_s, mb_per_s, (bare, floor, full), cold, capacity, steps, peak)
+    report(args, per_s, mb_per_s, (bare, floor, full), cold, capacity, steps, peak, compared)
 
 
 PHASES = ("bare source + parse", "stateful floor", "full pipeline")
@@ -526,6 +591,7 @@ def report(
     capacity: tuple[Rate, Rate, Rate] | None,
     steps: list[Step],
     peak_gib: float,
+    compared: dict[int, list[Step]],
 ) -> None:
     bare, floor, full = rates
     ratio, floor_ratio = _ratio(full, bare), _ratio(floor, bare)
@@ -586,6 +652,19 @@ def report(
         f"sustained speed {max_speed:g}x (target >= 1x); JVM peak RSS {peak_gib:.2f} GiB "
         "(target <= 2 GiB)"
     )
+    by_count = {
+        count: max((s.speed for s in these if s.sustained), default=0.0)
+        for count, these in compared.items()
+    }
+    speedup: dict[str, float] = {}
+    if len(by_count) > 1:
+        fewest, most = by_count[min(by_count)], by_count[max(by_count)]
+        speedup["fleet_speedup_same_run"] = round(most / fewest, 2) if fewest else 0.0
+        print(
+            "\nhighest sustained speed by state partitions, same run: "
+            + ", ".join(f"{c}: {v:g}x" for c, v in sorted(by_count.items()))
+            + f" -> {speedup['fleet_speedup_same_run']:g}x (target >= 2x)"
+        )
     record(
         "fleet",
         {
@@ -618,7 +697,13 @@ def report(
             "floor_ratio_at_capacity": round(floor_at_capacity, 3) if floor_at_capacity else None,
             "max_speed_events_per_s": max_speed * per_s,
             "max_speed_mb_per_s": max_speed * mb_per_s,
+            "by_partitions": {
+                str(count): {"max_speed": by_count[count], "steps": [vars(s) for s in these]}
+                for count, these in compared.items()
+            }
+            or None,
         },
+        **speedup,
         fleet_max_speed=max_speed,
         ceiling_ratio=round(ratio, 3),
         jvm_rss_gib=round(peak_gib, 2),

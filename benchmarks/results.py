@@ -32,6 +32,8 @@ HEADLINE_KEYS = (
     "api_p99_ms",
     "capacity_ratio",
     "core_scaling",
+    "fleet_speedup_same_run",
+    "big_cluster_ratio",
 )
 
 
