@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from streaming.engine.runner import StreamRun
 from tests.streaming.engine.events import NS1, NS2, Trace, ms
-from tests.streaming.engine.test_rules import alerts, final, run
+from tests.streaming.engine.rules.support import alerts, final, run
 
 
 def _watched(until: float, *, every: float = 10, brokers: tuple[str, ...] = ("a", "b")) -> Trace:

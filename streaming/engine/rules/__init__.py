@@ -1,0 +1,215 @@
+"""The alert catalogue's rules (docs/alerts.md), judged on one cluster's route tables: one module
+per alert kind, each a :class:`~streaming.engine.rules.base.Rule`, listed once in
+:data:`REGISTRY`, from which every list of kinds derives.
+
+Each rule is re-judged only for what an event or a deadline touched: a topic whose route or
+template holders changed, a broker whose liveness changed, the expected brokers when masters
+come or go. Time-driven transitions come from deadlines, stamped with their own instant.
+:class:`Rules` is what the cluster engine calls: it routes each happening to the rules it
+concerns.
+
+A new alert kind is a new module with its :class:`Rule` and its tests, a line in
+:data:`REGISTRY`, and its name in :data:`routewatch.alerts.AlertKind` (the contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+
+from routewatch.alerts import AlertKind
+from streaming.engine.rules.at_risk import AtRisk
+from streaming.engine.rules.base import ClusterFacts, EngineView, Rule, TopicRule, TopicView
+from streaming.engine.rules.broker_expired import BrokerExpired
+from streaming.engine.rules.collector_silent import CollectorSilent
+from streaming.engine.rules.failures import FAILURE_QUIET_MS
+from streaming.engine.rules.namesrv_divergence import NamesrvDivergence
+from streaming.engine.rules.namesrv_unreachable import NamesrvUnreachable
+from streaming.engine.rules.no_route_info import CLIENT_FORGET_MS, NoRouteInfo
+from streaming.engine.rules.partial_coverage import PartialCoverage
+from streaming.engine.rules.queue_skew import QueueSkew
+from streaming.engine.rules.send_rejected import SendRejected
+from streaming.engine.rules.stale_route import StaleRoute
+from streaming.engine.rules.template_missing import TemplateMissing
+from streaming.engine.rules.topics import OBSERVED, TopicLife
+from streaming.engine.state import Reg, RegKey, TopicState
+
+__all__ = [
+    "CLIENT_FORGET_MS",
+    "FAILURE_QUIET_MS",
+    "KEEPING_KINDS",
+    "LIVENESS_THRESHOLDS",
+    "REGISTRY",
+    "Rules",
+]
+
+R = TypeVar("R", bound=Rule)
+
+# Every alert kind's rule. Topic rules are judged in this order after a topic changed.
+REGISTRY: tuple[type[Rule], ...] = (
+    StaleRoute,
+    QueueSkew,
+    PartialCoverage,
+    AtRisk,
+    NoRouteInfo,
+    SendRejected,
+    TemplateMissing,
+    BrokerExpired,
+    NamesrvDivergence,
+    NamesrvUnreachable,
+    CollectorSilent,
+)
+
+# The kinds whose open alert keeps an auto-created topic from being forgotten: the topic ones.
+KEEPING_KINDS: tuple[AlertKind, ...] = tuple(r.kind for r in REGISTRY if r.scope == "topic")
+
+# The engine's own thresholds: a registration's expiry, and the end of an unregistered
+# NameServer's 120 s as one of the cluster's.
+LIVENESS_THRESHOLDS = ("expire", "linger")
+
+
+class Rules:
+    """The catalogue's rules over one cluster's engine: every happening the engine reports,
+    routed to the rules it concerns."""
+
+    def __init__(self, engine: EngineView) -> None:
+        self.e = engine
+        self.facts = ClusterFacts(engine)
+        self.life = TopicLife(engine, self.facts, KEEPING_KINDS)
+        self.by_kind: dict[AlertKind, Rule] = {
+            rule.kind: rule(engine, self.facts, self.life) for rule in REGISTRY
+        }
+        self.topic_rules = [r for r in self.by_kind.values() if isinstance(r, TopicRule)]
+        self.refreshed = {k for k, r in self.by_kind.items() if r.refreshed}
+        self._expired = self._rule(BrokerExpired)
+        self._divergence = self._rule(NamesrvDivergence)
+        self._no_route = self._rule(NoRouteInfo)
+        self._rejected = self._rule(SendRejected)
+        # threshold -> what crosses it
+        self._thresholds: dict[str, Callable[[str, int], None]] = {
+            "expire": self._expire,
+            "linger": self._linger,
+            "settle": self.topic_changed,
+            "forget": self.life.forget,
+        }
+        for rule in self.by_kind.values():
+            for name in rule.deadlines:
+                self._thresholds[name] = _firing(rule, name)
+            for name in getattr(rule, "rejudges", ()):
+                self._thresholds[name] = self.topic_changed
+
+    def _rule(self, cls: type[R]) -> R:
+        rule = self.by_kind[cls.kind]
+        assert isinstance(rule, cls)
+        return rule
+
+    def thresholds(self) -> set[str]:
+        """Every threshold the rules and the engine schedule."""
+        return set(self._thresholds)
+
+    # -- deadlines ------------------------------------------------------------------------------
+
+    def fire(self, kind: str, key: str, at: int) -> None:
+        self._thresholds[kind](key, at)
+
+    def _expire(self, key: str, at: int) -> None:
+        ns, broker, broker_id = orjson.loads(key)
+        if self.e.expire((ns, broker, broker_id), at):
+            self._expired.expired(broker, broker_id, at)
+            self.refresh_broker_evidence(at)
+
+    def _linger(self, key: str, at: int) -> None:
+        ns, broker, broker_id = orjson.loads(key)
+        if self.e.stop_lingering((ns, broker, broker_id), at):
+            self._divergence.judge(at)
+
+    # -- brokers --------------------------------------------------------------------------------
+
+    def broker_heard(self, key: RegKey, ts: int, *, shutdown: bool) -> None:
+        self._expired.heard(key, ts, shutdown=shutdown)
+
+    def full_registration(self, key: RegKey, reg: Reg, ts: int) -> None:
+        self._rule(TemplateMissing).full_registration(key, reg, ts)
+
+    def liveness_changed(self, key: RegKey, at: int, topics: list[str]) -> None:
+        before = self.facts.expected_brokers(flipped=key)
+        after = self.facts.expected_brokers()
+        for topic in topics:
+            self.topic_changed(topic, at)
+        if before != after:
+            for topic in sorted(self.e.meta.auto_topics):
+                self.topic_changed(topic, at)
+        self._divergence.judge(at)
+
+    def refresh_broker_evidence(self, at: int) -> None:
+        """An open alert's evidence states current facts: after a registration or a broker's
+        expiry, every open alert of a ``refreshed`` kind (BROKER_EXPIRED: the topics no live
+        broker holds; NAMESRV_DIVERGENCE: those the broker registers) is derived again; one
+        whose evidence changed is updated in place."""
+        open_keys = [k for k in self.e.book.open if k[0] in self.refreshed]
+        for kind, _, _, broker, broker_id in open_keys:
+            assert broker is not None and broker_id is not None
+            self.by_kind[kind].refresh(broker, broker_id, at)
+
+    def broker_expired(
+        self, broker: str, broker_id: int, at: int, *, gap: tuple[int, int] | None = None
+    ) -> None:
+        self._expired.expired(broker, broker_id, at, gap=gap)
+
+    def table_stored(self, key: RegKey) -> None:
+        self._divergence.table_stored(key)
+
+    def table_changed(self, key: RegKey, at: int) -> None:
+        """A live registration changed a broker's table: that broker's NAMESRV_DIVERGENCE judged
+        again (no other broker's tables or liveness changed; a registration that turns live is
+        judged as a liveness change, every broker)."""
+        self._divergence.judge(at, only=(key[1], key[2]))
+
+    # -- the observer ---------------------------------------------------------------------------
+
+    def namesrvs_reached(self, obs: dict[str, Any], at: int, *, changed: bool) -> None:
+        """A round's reach: NameServers it could not reach are unknown (no divergence is judged
+        against them), and NAMESRV_UNREACHABLE says which."""
+        if changed:
+            self._divergence.judge(at)
+        self._rule(NamesrvUnreachable).reached(obs, at)
+
+    def observer_back(self, obs: dict[str, Any], at: int) -> None:
+        self._rule(CollectorSilent).back(obs, at)
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def auto_created(
+        self, topic: str, state: TopicState, at: int, how: str = OBSERVED, since: int | None = None
+    ) -> bool:
+        return self.life.auto_created(topic, state, at, how, since)
+
+    def topic_changed(self, topic: str, at: int) -> None:
+        """Judge one topic again: every topic rule in the registry's order (a system topic
+        raises none but those judged for system topics, and is forgotten as any other)."""
+        view = TopicView(self.e, self.facts, topic)
+        for rule in self.topic_rules:
+            if view.system and not rule.system_topics:
+                continue
+            if rule.auto_created_only and not view.auto_created:
+                continue
+            rule.judge(view, at)
+        if view.state is not None:
+            self.life.note_idle(topic, view.state, at)
+
+    # -- sends ----------------------------------------------------------------------------------
+
+    def send_succeeded(self, topic: str, ts: int, seq: int | None) -> None:
+        self._no_route.succeeded(topic, ts, seq)
+
+    def no_route(self, e: dict[str, Any], ts: int) -> None:
+        self._no_route.failed(e, ts)
+
+    def rejected(self, e: dict[str, Any], ts: int) -> None:
+        self._rejected.failed(e, ts)
+
+
+def _firing(rule: Rule, name: str) -> Callable[[str, int], None]:
+    return lambda key, at: rule.fire(name, key, at)

@@ -1,0 +1,78 @@
+"""BROKER_EXPIRED: a broker silent for over 120 s on every NameServer, and the topics it held
+that have no route left."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.engine.alerts import REMEDIES
+from streaming.engine.rules.base import Rule, capped, iso
+from streaming.engine.state import RegKey
+
+__all__ = ["BrokerExpired"]
+
+
+class BrokerExpired(Rule):
+    kind = "BROKER_EXPIRED"
+    scope = "broker"
+    reads = frozenset({"registrations", "tables", "observer"})
+    refreshed = True
+
+    def heard(self, key: RegKey, ts: int, *, shutdown: bool) -> None:
+        """A heartbeat (or an unregistration) from a broker resolves its BROKER_EXPIRED."""
+        _, broker, broker_id = key
+        self.e.book.resolve(
+            self.facts.broker_key(self.kind, broker, broker_id),
+            ts,
+            {"resolution": "unregistered" if shutdown else "heartbeat received"},
+        )
+
+    def refresh(self, broker: str, broker_id: int, at: int) -> None:
+        self.expired(broker, broker_id, at)
+
+    def expired(
+        self, broker: str, broker_id: int, at: int, *, gap: tuple[int, int] | None = None
+    ) -> None:
+        """BROKER_EXPIRED, if the broker is live on no NameServer now; ``gap``: it expired in a
+        gap of its cluster's observer (from its last round to its first round after), found at
+        the gap's end."""
+        regs = self.facts.regs()
+        mine = {k: r for k, r in regs.items() if (k[1], k[2]) == (broker, broker_id)}
+        if not mine or any(r.live for r in mine.values()):
+            return
+        latest = max(mine.values(), key=lambda r: r.last_hb)
+        if latest.shutdown:
+            return
+        orphaned = sorted(
+            {t for k in mine for t in (self.e.tables.get(k) or {}) if not self.e.live_holders(t)}
+        )
+        key = self.facts.broker_key(self.kind, broker, broker_id)
+        current = self.e.book.get(key)
+        if gap is None and current is not None and "expired_in_collector_gap" in current.evidence:
+            found = current.evidence["expired_in_collector_gap"]  # (its evidence refreshed)
+            gap = (found["from"], found["to"])
+        evidence: dict[str, Any] = {
+            "last_heartbeat": latest.last_hb,
+            "addr": latest.addr,
+            "namesrvs": sorted(k[0] for k in mine),
+            "topics_without_route": capped(orphaned),
+        }
+        summary = (
+            f"Broker {broker} (id {broker_id}) has been silent for over 120 s on every "
+            f"NameServer; {len(orphaned)} topic(s) it held have no route left."
+        )
+        if gap is not None:
+            evidence["expired_in_collector_gap"] = {"from": gap[0], "to": gap[1]}
+            summary = (
+                f"Broker {broker} (id {broker_id}) was registered on no NameServer when the "
+                f"collector came back after a gap (silent since {iso(gap[0])}): it expired in "
+                f"that gap; {len(orphaned)} topic(s) it held have no route left."
+            )
+        self.e.book.raise_or_update(
+            key,
+            at,
+            severity="critical",
+            summary=summary,
+            evidence=evidence,
+            remedy=REMEDIES[self.kind],
+        )

@@ -1,0 +1,44 @@
+"""COLLECTOR_SILENT: the cluster's collector has written no round for three of its intervals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.engine.alerts import REMEDIES
+from streaming.engine.observer import silent_after
+from streaming.engine.rules.base import Rule, iso
+
+__all__ = ["CollectorSilent"]
+
+
+class CollectorSilent(Rule):
+    kind = "COLLECTOR_SILENT"
+    scope = "cluster"
+    reads = frozenset({"observer"})
+    deadlines = ("collector_silent",)
+
+    def fire(self, deadline: str, key: str, at: int) -> None:
+        """Three of its intervals (at least 30 s) without a round; its brokers' expiries wait
+        for its return."""
+        obs = self.e.meta.observer
+        if obs is None or obs["silent_since"] is not None:
+            return
+        if obs["last"] + silent_after(obs["interval_ms"]) != at:
+            return  # (a round came since: a later deadline decides)
+        obs["silent_since"] = obs["last"]
+        self.e.book.raise_or_update(
+            self.facts.cluster_key(self.kind),
+            at,
+            severity="critical",
+            summary=f"The collector {obs['collector']} of cluster {self.cluster} has written "
+            f"nothing since {iso(obs['last'])}: routewatch does not see the cluster, and "
+            "judges none of its brokers' liveness until it is back.",
+            evidence={"collector": obs["collector"], "last_round": obs["last"]},
+            remedy=REMEDIES[self.kind],
+        )
+
+    def back(self, obs: dict[str, Any], at: int) -> None:
+        """The collector's first round after its gap."""
+        self.e.book.resolve(
+            self.facts.cluster_key(self.kind), at, {"gap_ms": at - obs["last"], "back_at": at}
+        )

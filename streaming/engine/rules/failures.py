@@ -1,0 +1,43 @@
+"""What the two failure alerts share (NO_ROUTE_INFO, SEND_REJECTED): a record of the failures
+kept in the topic's state, resolved after 120 s without one."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from streaming.engine.rules.base import Rule, Scope
+
+__all__ = ["FAILURE_QUIET_MS", "FailureRule"]
+
+FAILURE_QUIET_MS = 120_000
+
+
+class FailureRule(Rule):
+    """A failure alert: opened by a failed send, resolved by ``FAILURE_QUIET_MS`` without
+    one; its record is the topic state's field of the name of its threshold (``record``)."""
+
+    scope: ClassVar[Scope] = "topic"
+    record: ClassVar[str]
+    quiet_ms: ClassVar[int] = FAILURE_QUIET_MS
+
+    def fire(self, deadline: str, key: str, at: int) -> None:
+        """120 s without a failure of this kind resolves the alert."""
+        topic = key
+        state = self.e.topic_state(topic)
+        record = None if state is None else getattr(state, self.record)
+        if state is None or record is None or record["due"] != at:
+            return  # resolved meanwhile, or a deadline replaced by a later one
+        record["due"] = None
+        if record["last"] + self.quiet_ms > at:
+            record["due"] = record["last"] + self.quiet_ms
+            self.e.schedule(record["due"], self.record, topic)
+        else:
+            key_ = self.facts.topic_key(self.kind, topic)
+            self.e.book.resolve(key_, at, {"resolution": "quiet for 120 s"})
+            self.resolved_quietly(topic, at)
+            setattr(state, self.record, None)
+            self.life.note_idle(topic, state, at)
+        self.e.topics.mark(topic)
+
+    def resolved_quietly(self, topic: str, at: int) -> None:
+        """After the alert resolved for quiet at ``at``."""

@@ -1,0 +1,123 @@
+"""NAMESRV_DIVERGENCE: a broker registered on some of the cluster's NameServers and not others,
+or routed differently by them, for 60 s."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import orjson
+
+from streaming.engine.alerts import REMEDIES
+from streaming.engine.rules.base import ClusterFacts, EngineView, Rule, capped
+from streaming.engine.state import RegKey, key_json
+
+if TYPE_CHECKING:
+    from streaming.engine.rules.topics import TopicLife
+
+__all__ = ["DIVERGENCE_MS", "NamesrvDivergence"]
+
+DIVERGENCE_MS = 60_000
+
+
+class NamesrvDivergence(Rule):
+    kind = "NAMESRV_DIVERGENCE"
+    scope = "broker"
+    reads = frozenset({"registrations", "tables", "namesrvs", "observer"})
+    deadlines = ("diverge",)
+    refreshed = True
+
+    def __init__(self, engine: EngineView, facts: ClusterFacts, life: TopicLife) -> None:
+        super().__init__(engine, facts, life)
+        # (broker, id, NameServers) -> the topics they route it differently; derived from the
+        # tables, dropped when one of the broker's changes (judged on every liveness change)
+        self._apart: dict[tuple[str, int, frozenset[str]], list[str]] = {}
+
+    def fire(self, deadline: str, key: str, at: int) -> None:
+        """60 s of divergence, without a break, opens the alert."""
+        broker, broker_id = orjson.loads(key)
+        if self.e.meta.diverged_since.get((broker, broker_id)) == at - DIVERGENCE_MS:
+            self._alert(broker, broker_id, at)
+
+    def refresh(self, broker: str, broker_id: int, at: int) -> None:
+        self._alert(broker, broker_id, at)
+
+    def table_stored(self, key: RegKey) -> None:
+        """A broker's table changed: what its NameServers route it apart is derived again."""
+        _, broker, broker_id = key
+        for cached in [c for c in self._apart if c[:2] == (broker, broker_id)]:
+            del self._apart[cached]
+
+    def judge(self, at: int, only: tuple[str, int] | None = None) -> None:
+        """Every broker's divergence (``only``: one broker's), started, ended or updated."""
+        unknown = self.facts.unknown_namesrvs()
+        cluster_ns = self.facts.cluster_namesrvs() - unknown
+        live_on = self.facts.live_on()
+        since = self.e.meta.diverged_since
+        for (broker, broker_id), all_namesrvs in sorted(live_on.items()):
+            if only is not None and (broker, broker_id) != only:
+                continue
+            namesrvs = all_namesrvs - unknown
+            diverged = bool(namesrvs) and (
+                namesrvs != cluster_ns or bool(self._routed_apart(broker, broker_id, namesrvs))
+            )
+            key = self.facts.broker_key(self.kind, broker, broker_id)
+            if diverged and (broker, broker_id) not in since:
+                since[(broker, broker_id)] = at
+                self.e.schedule(at + DIVERGENCE_MS, "diverge", key_json((broker, broker_id)))
+            elif not diverged and (broker, broker_id) in since:
+                del since[(broker, broker_id)]
+                self.e.book.resolve(key, at)
+            elif diverged and self.e.book.get(key):
+                self._alert(broker, broker_id, at)
+
+    def _routed_apart(self, broker: str, broker_id: int, namesrvs: set[str]) -> list[str]:
+        """The topics the NameServers ``namesrvs`` route differently to a broker live on each
+        of them: held by some of their tables and not others, or with other queues or perm
+        (a NameServer that drops what a registration leaves out keeps only the last part of a
+        split one: 5.x's deleteTopicWithBrokerRegistration with enableSplitRegistration)."""
+        if len(namesrvs) < 2:
+            return []
+        cached = (broker, broker_id, frozenset(namesrvs))
+        if cached not in self._apart:
+            tables = [self.e.tables.get((ns, broker, broker_id)) or {} for ns in sorted(namesrvs)]
+            topics = {t for table in tables for t in table}
+            self._apart[cached] = sorted(
+                t for t in topics if any(tb.get(t) != tables[0].get(t) for tb in tables)
+            )
+        return self._apart[cached]
+
+    def _alert(self, broker: str, broker_id: int, at: int) -> None:
+        unknown = self.facts.unknown_namesrvs()
+        cluster_ns = self.facts.cluster_namesrvs() - unknown
+        live_on = sorted(self.facts.live_on().get((broker, broker_id), set()) - unknown)
+        missing = sorted(cluster_ns - set(live_on))
+        if missing:
+            differing = sorted(
+                {t for ns in live_on for t in (self.e.tables.get((ns, broker, broker_id)) or {})}
+            )
+            summary = (
+                f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)} "
+                f"but not on {', '.join(missing)}: clients see different routes by NameServer."
+            )
+            remedy = REMEDIES[self.kind]
+        else:
+            differing = self._routed_apart(broker, broker_id, set(live_on))
+            summary = (
+                f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)}, "
+                f"which route it {len(differing)} topic(s) differently: clients see different "
+                "routes by NameServer."
+            )
+            remedy = REMEDIES["NAMESRV_DIVERGENCE_ROUTES"]
+        self.e.book.raise_or_update(
+            self.facts.broker_key(self.kind, broker, broker_id),
+            at,
+            severity="warning",
+            summary=summary,
+            evidence={
+                "live_on": live_on,
+                "missing_on": missing,
+                "since": self.e.meta.diverged_since.get((broker, broker_id)),
+                "topics_differing": capped(differing),
+            },
+            remedy=remedy,
+        )

@@ -1,0 +1,44 @@
+"""NAMESRV_UNREACHABLE: the cluster's collector has not reached a NameServer for 30 s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.engine.alerts import REMEDIES
+from streaming.engine.rules.base import Rule, iso
+
+__all__ = ["UNREACHABLE_MS", "NamesrvUnreachable"]
+
+UNREACHABLE_MS = 30_000  # a NameServer the collector cannot reach for this long: an alert
+
+
+class NamesrvUnreachable(Rule):
+    kind = "NAMESRV_UNREACHABLE"
+    scope = "cluster"
+    reads = frozenset({"observer"})
+
+    def reached(self, obs: dict[str, Any], at: int) -> None:
+        """A round's reach: says which NameServers have been unreachable for 30 s."""
+        key = self.facts.cluster_key(self.kind)
+        long = {
+            ns: since for ns, since in obs["unreachable"].items() if at - since >= UNREACHABLE_MS
+        }
+        if not long:
+            self.e.book.resolve(key, at)
+            return
+        names = ", ".join(f"{ns} (since {iso(since)})" for ns, since in sorted(long.items()))
+        one = len(long) == 1
+        self.e.book.raise_or_update(
+            key,
+            at,
+            severity="warning",
+            summary=f"The collector of cluster {self.cluster} cannot reach NameServer"
+            f"{'' if one else 's'} {names}: what {'it routes' if one else 'they route'} is "
+            "unknown, and no divergence is judged against "
+            f"{'it' if one else 'them'}.",
+            evidence={
+                "collector": obs["collector"],
+                "unreachable_since": dict(sorted(long.items())),
+            },
+            remedy=REMEDIES[self.kind],
+        )

@@ -1,0 +1,50 @@
+"""QUEUE_SKEW: a topic's queue counts differ across its brokers, or read from write on one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.engine.rules.base import TopicRule, TopicView, broker_label
+
+__all__ = ["QueueSkew"]
+
+
+class QueueSkew(TopicRule):
+    kind = "QUEUE_SKEW"
+    reads = frozenset({"registrations", "namesrvs"})
+
+    def judge(self, view: TopicView, at: int) -> None:
+        """QUEUE_SKEW over the cluster route, per broker (name and id: a master and its slave
+        are two); where NameServers hold different counts for one broker, its most recent
+        registration decides."""
+        topic = view.topic
+        key = self.facts.topic_key(self.kind, topic)
+        regs = self.facts.regs()
+        latest: dict[tuple[str, int], tuple[tuple[int, str], Any]] = {}
+        for (ns, broker, broker_id), config in view.holders.items():
+            reg = regs[(ns, broker, broker_id)]
+            when = (reg.last_reg if reg.last_reg is not None else reg.last_hb, ns)
+            seen = latest.get((broker, broker_id))
+            if seen is None or when > seen[0]:
+                latest[(broker, broker_id)] = (when, config)
+        per_broker = {
+            broker_label(broker, broker_id): {"read": c[0], "write": c[1]}
+            for (broker, broker_id), (_, c) in sorted(latest.items())
+        }
+        writes = {c["write"] for c in per_broker.values()}
+        uneven = [b for b, c in per_broker.items() if c["read"] != c["write"]]
+        if not (len(writes) > 1 or uneven):
+            self.e.book.resolve(key, at)
+            return
+        q = max(writes)
+        self.e.book.raise_or_update(
+            key,
+            at,
+            severity="info",
+            summary=f"Topic {topic} has uneven queues: write queues "
+            f"{sorted(writes)} across brokers"
+            + (f", read != write on {', '.join(uneven)}" if uneven else "")
+            + ".",
+            evidence={"brokers": per_broker},
+            remedy=self.facts.update_topic(topic, "-c", self.cluster, q=q),
+        )

@@ -1,0 +1,53 @@
+"""SEND_REJECTED: brokers refuse sends of a topic with TOPIC_NOT_EXIST."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.engine.rules.failures import FailureRule
+
+__all__ = ["SendRejected"]
+
+
+class SendRejected(FailureRule):
+    kind = "SEND_REJECTED"
+    reads = frozenset({"registrations", "namesrvs"})
+    record = "rejected"
+    deadlines = ("rejected",)
+
+    def failed(self, e: dict[str, Any], ts: int) -> None:
+        """A send a broker refused (TOPIC_NOT_EXIST)."""
+        topic = e["topic"]
+        key = self.facts.topic_key(self.kind, topic)
+        state = self.e.topic_state(topic, create=True)
+        assert state is not None
+        rej = state.rejected if self.e.book.get(key) is not None and state.rejected else None
+        rej = rej or {"first": ts, "count": 0, "brokers": {}, "due": None}
+        rej["last"] = ts
+        rej["count"] += 1
+        broker = e.get("broker") or "?"
+        rej["brokers"][broker] = rej["brokers"].get(broker, 0) + 1
+        if rej["due"] is None:
+            rej["due"] = ts + self.quiet_ms
+            self.e.schedule(ts + self.quiet_ms, self.record, topic)
+        state.rejected = rej
+        self.life.note_idle(topic, state, ts)
+        self.e.topics.mark(topic)
+        refusing = sorted(rej["brokers"])
+        brokers = ", ".join(refusing)
+        update, addr = self.facts.update_topic, self.facts.master_addr
+        self.e.book.raise_or_update(
+            key,
+            ts,
+            severity="warning",
+            summary=f"Broker(s) {brokers} refuse sends of topic {topic} with TOPIC_NOT_EXIST.",
+            evidence={
+                "first_refusal": rej["first"],
+                "last_refusal": rej["last"],
+                "refusals": rej["count"],
+                "brokers": rej["brokers"],
+            },
+            remedy=f"Create {topic} on {brokers} ("
+            + ", ".join(update(topic, "-b", addr(b)) for b in refusing)
+            + f"), or remove the stale TBW102 from {brokers}.",
+        )

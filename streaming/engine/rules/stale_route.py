@@ -1,0 +1,58 @@
+"""STALE_ROUTE: a NameServer routes a topic to live masters that do not hold it themselves."""
+
+from __future__ import annotations
+
+import shlex
+
+from streaming.engine.rules.base import TopicRule, TopicView
+
+__all__ = ["StaleRoute"]
+
+
+class StaleRoute(TopicRule):
+    kind = "STALE_ROUTE"
+    reads = frozenset({"registrations", "namesrvs"})
+    system_topics = True
+
+    def judge(self, view: TopicView, at: int) -> None:
+        """Live masters that a NameServer routes the topic to while they do not hold it
+        themselves (the heartbeat's ``held``)."""
+        topic = view.topic
+        key = self.facts.topic_key(self.kind, topic)
+        stale = sorted(
+            k for k, r in self.facts.regs().items() if r.live and r.not_held and topic in r.not_held
+        )
+        if not stale:
+            self.e.book.resolve(key, at)
+            return
+        routes = self.e.live_holders(topic)
+        views: dict[str, list[str]] = {}
+        for ns, b, _ in stale:
+            views.setdefault(ns, []).append(b)
+        brokers = sorted({b for _, b, _ in stale})
+        holding = sorted({k[1] for k in routes if k[2] == 0 and k not in stale})
+        them = brokers[0] if len(brokers) == 1 else ", ".join(brokers)
+        do = "does" if len(brokers) == 1 else "do"
+        q = max((routes[k][1] for k in stale if k in routes), default=8)
+        recreate = ", ".join(
+            self.facts.update_topic(topic, "-b", self.facts.master_addr(b), q=q) for b in brokers
+        )
+        namesrvs = self.facts.namesrvs_for_remedy()
+        delete = shlex.join(
+            ["mqadmin", "deleteTopic", "-n", namesrvs, "-c", self.cluster, "-t", topic]
+        )
+        self.e.book.raise_or_update(
+            key,
+            at,
+            severity="warning",
+            summary=f"Topic {topic} is routed to {them}, which {do} not hold it: a producer "
+            "sending there is refused (TOPIC_NOT_EXIST) unless auto-creation makes the topic "
+            "again, and a consumer of those queues reads nothing.",
+            evidence={
+                "stale_routes": {ns: bs for ns, bs in sorted(views.items())},
+                "brokers_holding_topic": holding,
+            },
+            remedy=f"Make it there again with {recreate}, or retire the topic everywhere with "
+            f"`{delete}` (a NameServer drops a topic a broker deleted only when the topic is "
+            "deleted there too, or the broker leaves).",
+        )

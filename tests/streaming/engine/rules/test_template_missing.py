@@ -1,0 +1,140 @@
+"""TEMPLATE_MISSING: a broker with auto-creation on and no usable TBW102, judged on whole
+registrations, in full, opened and resolved."""
+
+from __future__ import annotations
+
+from tests.streaming.engine.events import NS1, Trace, ms
+from tests.streaming.engine.rules.support import EXPIRED_REMEDY, expect, final, run, versions
+
+TEMPLATE_REMEDY = (
+    "Restart the broker with autoCreateTopicEnable=true so that it recreates TBW102, or turn "
+    "auto-creation off on purpose."
+)
+
+
+# -- every alert in full, opened and resolved ------------------------------------------------------
+#
+# Every trace below is written by hand with explicit times; every alert it ends with is asserted
+# field by field, and each test runs over the whole input at once and one event per batch.
+
+
+def test_template_missing_resolves_on_a_full_registration_with_a_usable_tbw102(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.hb(0, "a", tbw=False, dv="v1")
+    t.hb(10, "a", {"TBW102": (8, 8, 7)}, full=False)  # an immediate registration: not judged
+    t.hb(30, "a", tbw=False, dv="v1")
+    t.hb(60, "a", dv="v2")  # a full registration with a usable TBW102
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "TEMPLATE_MISSING",
+            broker="a",
+            broker_id=0,
+            severity="warning",
+            opened=0,
+            resolved=60,
+            summary="Broker a has autoCreateTopicEnable=true but has no TBW102: topics sent to it "
+            "are not auto-created.",
+            evidence={
+                "namesrv": NS1,
+                "auto_create_topic_enable": True,
+                "tbw102": "usable",  # brought up to date on resolution
+                "data_version": "v1",
+            },
+            remedy=TEMPLATE_REMEDY,
+        )
+    ]
+    assert versions(run_, "TEMPLATE_MISSING") == [
+        ("open", 0.0, "warning", None),
+        ("resolved", 60.0, "warning", None),
+    ]
+
+
+def test_template_missing_without_inherit_resolves_when_auto_creation_is_turned_off(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 60, 30, "a")
+    t.hb(0, "a", {"TBW102": (8, 8, 6)}, broker_id=1, tbw=False, dv="v1")  # a slave's TBW102
+    t.hb(30, "a", {"TBW102": (8, 8, 6)}, broker_id=1, tbw=False, auto=False, dv="v2")
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "TEMPLATE_MISSING",
+            broker="a",
+            broker_id=1,
+            severity="warning",
+            opened=0,
+            resolved=30,
+            summary="Broker a has autoCreateTopicEnable=true but has a TBW102 without INHERIT: "
+            "topics sent to it are not auto-created.",
+            evidence={
+                "namesrv": NS1,
+                "auto_create_topic_enable": False,  # brought up to date on resolution
+                "tbw102": "no_inherit",
+                "data_version": "v1",
+            },
+            remedy=TEMPLATE_REMEDY,
+        )
+    ]
+
+
+def test_template_missing_is_judged_on_a_whole_split_registration_and_outlives_the_broker(
+    batch_size: int | None,
+) -> None:
+    t = Trace()
+    t.every(0, 210, 30, "b")
+    t.hb(0, "a", {"X": 4}, tbw=False, dv="v1", part=0, parts=2)
+    t.hb(1, "a", {"Y": 4}, tbw=False, dv="v1", part=1, parts=2)  # complete: no TBW102
+    # a falls silent: it expires at 121 s; TEMPLATE_MISSING stays open while it is gone
+    t.hb(200, "a", dv="v2")  # back, with a usable TBW102
+
+    run_ = run(t, batch_size=batch_size)
+
+    assert final(run_) == [
+        expect(
+            "TEMPLATE_MISSING",
+            broker="a",
+            broker_id=0,
+            severity="warning",
+            opened=1,
+            resolved=200,
+            summary="Broker a has autoCreateTopicEnable=true but has no TBW102: topics sent to it "
+            "are not auto-created.",
+            evidence={
+                "namesrv": NS1,
+                "auto_create_topic_enable": True,
+                "tbw102": "usable",
+                "data_version": "v1",
+            },
+            remedy=TEMPLATE_REMEDY,
+        ),
+        expect(
+            "BROKER_EXPIRED",
+            broker="a",
+            broker_id=0,
+            severity="critical",
+            opened=121,
+            resolved=200,
+            summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 2 "
+            "topic(s) it held have no route left.",
+            evidence={
+                "last_heartbeat": ms(1),
+                "addr": "a:10911",
+                "namesrvs": [NS1],
+                "topics_without_route": {"items": ["X", "Y"], "count": 2},
+                "resolution": "heartbeat received",
+            },
+            remedy=EXPIRED_REMEDY,
+        ),
+    ]
+    assert versions(run_, "TEMPLATE_MISSING") == [
+        ("open", 1.0, "warning", None),
+        ("resolved", 200.0, "warning", None),
+    ]
