@@ -61,7 +61,7 @@ def batches_of(spec: FleetSpec) -> tuple[list[Batch], list[dict[str, list[str]]]
         key = dedupe_id(event["cluster"], event["event_id"])
         arrivals, forms = by_second[second]
         arrivals.append((key, event["ts"], event.get("seq"), text))
-        forms.append(compact(event))
+        forms.append(compact(event, text))
         by_type[second][event["type"]].append(text)
     seconds = sorted(by_second)
     return [by_second[s] for s in seconds], [dict(by_type[s]) for s in seconds]

@@ -233,6 +233,16 @@ class ClusterEngine:
         if changed or not was_live:  # only then can an open alert's topic evidence change
             self.rules.refresh_broker_evidence(ts)
 
+    def knows_table(self, head: dict[str, Any]) -> bool:
+        """Whether a full registration's table is the one its registration already holds (the
+        data version it was built from, not amended since): then its ``topics`` are not read
+        (:func:`streaming.engine.compact.head_form`)."""
+        reg = self.meta.regs.get((head["namesrv"], head["broker"], head["broker_id"]))
+        version = head.get("data_version")
+        return (
+            reg is not None and version is not None and version == reg.version and not reg.amended
+        )
+
     def _inferred(self, flags: dict[str, Any] | None, ts: int) -> list[str]:
         """A heartbeat's ``inferred_auto_created``: the topics of the broker's table whose
         config says they were auto-created, each made so (if no evidence came first); the

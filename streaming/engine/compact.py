@@ -11,28 +11,60 @@ and :func:`expand` gives the engine its event without decoding JSON.
 
 A send whose topic was auto-created by it (``auto_created``), and every failed send, keep their
 raw form: the rules read more of them.
+
+A full registration is most of the bytes (a broker's whole topic table, every 30 s per
+NameServer) and, once its table is known, changes nothing but liveness: a registration of the
+data version its registration already holds is not read for its table. It is held with its
+**head** — every field but ``topics``, as JSON — before its raw line (:func:`head_form`); the
+engine decodes the head, and the raw line only if the registration's data version is one it
+has not applied (:meth:`streaming.engine.cluster.ClusterEngine.knows_table`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from routewatch.events import DeliveredStatus
 from streaming.engine.intake import NO_SEQ
 
-__all__ = ["MARK", "compact", "expand"]
+__all__ = ["HEAD", "MARK", "compact", "expand", "split_head"]
 
 MARK = "\x1f"  # (no JSON text starts with a control character)
+HEAD = "\x1e"  # a full registration's head, a newline, its raw line
 
 
-def compact(event: dict[str, Any]) -> str | None:
-    """A decoded, valid event -> its compact held form, if it has one (a delivered send that
-    auto-created nothing)."""
-    if event["type"] != "send" or event["status"] not in DeliveredStatus:
+def compact(event: dict[str, Any], raw: str | bytes) -> str | None:
+    """A decoded, valid event and its raw line -> its compact held form, if it has one: a
+    delivered send that auto-created nothing, or a full registration with a data version (its
+    head before its raw line)."""
+    kind = event["type"]
+    if kind == "heartbeat":
+        return head_form(event, raw)
+    if kind != "send" or event["status"] not in DeliveredStatus:
         return None
     if event.get("auto_created") or MARK in event["cluster"]:
         return None
     return f"{MARK}{event['cluster']}{MARK}{event['status']}{MARK}{event['topic']}"
+
+
+def head_form(event: dict[str, Any], raw: str | bytes) -> str | None:
+    """A full registration with a data version -> its head (every field but ``topics``), a
+    newline and its raw line (which holds no newline: it is one line of the stream)."""
+    if not event["full"] or event.get("shutdown") or event.get("data_version") is None:
+        return None
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    if "\n" in text:
+        return None
+    head = orjson.dumps({k: v for k, v in event.items() if k != "topics"}).decode()
+    return f"{HEAD}{head}\n{text}"
+
+
+def split_head(value: str) -> tuple[dict[str, Any], str]:
+    """A held registration's head form -> its head, decoded, and its raw line."""
+    head, raw = value[1:].split("\n", 1)
+    return orjson.loads(head), raw
 
 
 def expand(value: str, ts: int, seq: int) -> dict[str, Any]:

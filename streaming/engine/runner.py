@@ -94,7 +94,7 @@ def run_stream(
     for event_id, ts, seq, raw in arrivals:
         event = orjson.loads(raw)
         pending.append((dedupe_id(event["cluster"], event_id), ts, seq, raw))
-        forms.append(compact(event))
+        forms.append(compact(event, raw))
     size = batch_size or max(len(pending), 1)
     for start in range(0, len(pending), size):
         end = start + size
@@ -134,7 +134,7 @@ def run_buckets(
                 keys.append(f"{b:09d}|{p:09d}")
                 prior_list.append(prior)
                 arrivals.append((dedupe_id(cluster, event_id), ts, seq, raw))
-                forms.append(compact(event))
+                forms.append(compact(event, raw))
         top = batch_max(summaries)
         for bucket, (keys, prior_list, arrivals, forms) in enumerate(own):
             if not summaries:
@@ -197,5 +197,5 @@ class LineRun:
                 cluster = event["cluster"]
                 key = dedupe_id(cluster, event["event_id"])
                 arrivals.append((key, event["ts"], event.get("seq"), line))
-                forms.append(compact(event))
+                forms.append(compact(event, line))
         return self.step(self.entries, arrivals, final=final, bad=bad, compact=forms)

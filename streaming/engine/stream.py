@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.compact import MARK, expand
+from streaming.engine.compact import HEAD, MARK, expand, split_head
 from streaming.engine.intake import Held, Intake, IntakeResult
 
 __all__ = ["Arrival", "Clock", "StreamEngine"]
@@ -106,6 +106,10 @@ class StreamEngine:
             value = held.value
             if value.startswith(MARK):
                 event = expand(value, held.ts, held.seq)
+            elif value.startswith(HEAD):
+                head, raw = split_head(value)
+                known = self.engine(head["cluster"]).knows_table(head)
+                event = head if known else orjson.loads(raw)
             else:
                 event = orjson.loads(value)
             self.engine(event["cluster"]).apply_event(event)

@@ -131,7 +131,7 @@ def validate_batches(
             cols["reason"].append(None)
             cols["detail"].append(None)
             cols["prior"].append(blocks.event(origin, arrival, obj["ts"]))
-            cols["held"].append(compact(obj))
+            cols["held"].append(compact(obj, text))
         _summaries(cols, blocks)
         pending = cols
     blocks.close()

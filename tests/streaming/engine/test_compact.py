@@ -1,6 +1,9 @@
-"""A delivered send held in its compact form is applied exactly as its raw line would be."""
+"""A delivered send held in its compact form, and a full registration held with its head, are
+applied exactly as their raw lines would be; a registration of a known table is not decoded."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import orjson
 import pytest
@@ -8,10 +11,11 @@ import pytest
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.scenarios import SCENARIOS
 from routewatch.changes import ChangeRow
-from streaming.engine.compact import MARK, compact, expand
+from streaming.engine.compact import HEAD, MARK, compact, expand, split_head
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
+from tests.streaming.engine.events import Trace, ms
 from tests.support.traces import Arrival, arrivals
 
 SEND = {
@@ -33,7 +37,7 @@ SEND = {
 
 
 def test_a_delivered_send_is_held_as_the_fields_the_engine_reads() -> None:
-    form = compact(SEND)
+    form = compact(SEND, orjson.dumps(SEND))
 
     assert form is not None and form.startswith(MARK) and len(form) < 20
     assert expand(form, 1000, 7) == {
@@ -58,7 +62,8 @@ def test_a_delivered_send_is_held_as_the_fields_the_engine_reads() -> None:
     ],
 )
 def test_every_other_event_is_held_raw(change: dict[str, object]) -> None:
-    assert compact(SEND | change) is None
+    event = SEND | change
+    assert compact(event, orjson.dumps(event)) is None
 
 
 def _rows(trace: list[Arrival], *, with_compact: bool, size: int) -> list[ChangeRow]:
@@ -69,7 +74,7 @@ def _rows(trace: list[Arrival], *, with_compact: bool, size: int) -> list[Change
         for event_id, ts, seq, raw in trace[start : start + size]:
             event = orjson.loads(raw)
             batch.append((dedupe_id(event["cluster"], event_id), ts, seq, raw))
-            forms.append(compact(event))
+            forms.append(compact(event, raw))
         out += step(entries, batch, compact=forms if with_compact else None)
     return out + step(entries, [], final=True)
 
@@ -90,10 +95,81 @@ def _fleet() -> list[Arrival]:
 @pytest.mark.parametrize("name", [*sorted(SCENARIOS), "fleet"])
 def test_the_changes_are_the_same_whether_sends_are_held_compact_or_raw(name: str) -> None:
     trace = _fleet() if name == "fleet" else arrivals(name, seed=2)
-    held_compact = sum(compact(orjson.loads(raw)) is not None for _, _, _, raw in trace)
+    held_compact = sum(compact(orjson.loads(raw), raw) is not None for _, _, _, raw in trace)
     assert held_compact > 0 or name != "fleet"
 
     for size in (7, 500) if name != "fleet" else (300,):
         compacted = _rows(trace, with_compact=True, size=size)
         raw = _rows(trace, with_compact=False, size=size)
         assert compacted == raw
+
+
+def _registration() -> dict[str, Any]:
+    trace = Trace()
+    trace.hb(0, "b1", {"T": 4}, dv="v1")
+    return trace.events[0]
+
+
+def test_a_full_registration_is_held_with_its_head_before_its_raw_line() -> None:
+    event = _registration()
+    raw = orjson.dumps(event).decode()
+    form = compact(event, raw)
+
+    assert form is not None and form.startswith(HEAD)
+    head, line = split_head(form)
+    assert line == raw
+    assert head == {k: v for k, v in event.items() if k != "topics"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"full": False},  # an immediate registration: its topics are always applied
+        {"shutdown": True, "topics": {}},
+        {"data_version": None},  # (nothing to compare: a contract without one)
+    ],
+)
+def test_other_registrations_are_held_raw(change: dict[str, object]) -> None:
+    event = {k: v for k, v in (_registration() | change).items() if v is not None}
+    assert compact(event, orjson.dumps(event)) is None
+
+
+def _held(event: dict[str, Any], form: str | None) -> list[ChangeRow]:
+    step, entries = Step(0, 300_000), MemoryEntries()
+    first = _registration()
+    rows = step(
+        entries,
+        [(dedupe_id("C", "first"), first["ts"], None, orjson.dumps(first).decode())],
+    )
+    raw = orjson.dumps(event).decode()
+    rows += step(
+        entries,
+        [(dedupe_id("C", "again"), event["ts"], None, raw)],
+        compact=[form],
+    )
+    return rows + step(entries, [], final=True)
+
+
+def test_a_registration_of_the_table_it_holds_is_not_decoded() -> None:
+    again = _registration() | {"ts": _registration()["ts"] + 30_000, "event_id": "again"}
+    head = HEAD + orjson.dumps({k: v for k, v in again.items() if k != "topics"}).decode()
+    # the raw line behind the head is not JSON: reading it would raise
+    rows = _held(again, head + "\nnot json")
+    assert rows == _held(again, compact(again, orjson.dumps(again)))
+
+    changed = again | {"data_version": "v2"}
+    head = HEAD + orjson.dumps({k: v for k, v in changed.items() if k != "topics"}).decode()
+    with pytest.raises(orjson.JSONDecodeError):
+        _held(changed, head + "\nnot json")  # (a new version: its table is read)
+
+
+def test_a_registration_after_an_immediate_one_is_decoded_though_its_version_is_known() -> None:
+    trace = Trace()
+    trace.hb(0, "b1", {"T": 4}, dv="v1")
+    trace.hb(10, "b1", {"U": 4}, full=False)  # (an immediate registration adds U)
+    trace.hb(30, "b1", {"T": 4}, dv="v1")  # the table as of v1: without U
+    held = _rows(trace.arrivals(), with_compact=True, size=1)
+
+    assert held == _rows(trace.arrivals(), with_compact=False, size=1)
+    routes = [r for r in held if r.kind == "route"]
+    assert [r.at for r in routes if '"U"' in r.key] == [ms(10), ms(30)], routes  # (added, dropped)
