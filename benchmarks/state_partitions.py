@@ -2,7 +2,7 @@
 how much the state buckets (issue 38) gain, and how the job grows with cores.
 
     .venv/bin/python -m benchmarks.state_partitions [--clusters 10] [--warm 32] [--steady 30]
-        [--batch 10] [--partitions 1,2] [--one-core]
+        [--batch 10] [--partitions 1,2] [--one-core] [--big]
 
 The reference fleet (``emitter.fleet``) is written as one spool file per second of traffic and
 published whole. Then, in one Spark session (``local[2]``), each over the same files with a
@@ -17,6 +17,10 @@ takes in a backlog):
 
 With ``--one-core``, the job with the largest number of partitions runs once more in a child
 process pinned to one core (``taskset -c 0``, ``local[1]``): the scaling from one core to two.
+With ``--big``, the job runs again at each number of partitions over **one big cluster** of the
+same topic-broker pairs (1 cluster x 10 x ``--clusters`` brokers x 10,000 topics, the same
+producers and sends), staged the same way: ``big_cluster_ratio`` is its processing time per
+second of traffic over the fleet's, at the largest number of partitions.
 Rates are over the batches after the first ``--warm`` seconds (every broker's first
 registration). Records the section ``state_partitions`` of ``benchmarks/results/latest.json``.
 """
@@ -62,8 +66,21 @@ def _job_rate(
     return full_rate(spark, job, first, base / f"p{partitions}-checkpoint")
 
 
+def _staged(spec: FleetSpec, base: Path, batch_s: int) -> tuple[StreamingSettings, float]:
+    """A fleet written into a spool under ``base``, every second published; the settings of a
+    job over it, and its events per second of traffic."""
+    settings = load(StreamingSettings, data_dir=base, max_files_per_trigger=batch_s)
+    files = SecondFiles(settings.spool_dir, spec.start_ms)
+    generate_fleet(spec, files.write)
+    files.close()
+    for second in range(spec.duration):
+        files.publish(second)
+    return settings, sum(files.events.values()) / spec.duration
+
+
 def measure(args: argparse.Namespace, master: str, partitions: list[int]) -> dict[str, Any]:
-    """Stage the fleet and measure the bare read and the job at each number of partitions."""
+    """Stage the fleet and measure the bare read and the job at each number of partitions (and
+    over one big cluster)."""
     b = args.batch
     first = -(-args.warm // b)
     seconds = (first + -(-args.steady // b)) * b
@@ -71,13 +88,7 @@ def measure(args: argparse.Namespace, master: str, partitions: list[int]) -> dic
     out: dict[str, Any] = {"master": master}
     with tempfile.TemporaryDirectory(prefix="routewatch-partitions-") as tmp:
         base = Path(tmp)
-        settings = load(StreamingSettings, data_dir=base, max_files_per_trigger=b)
-        files = SecondFiles(settings.spool_dir, spec.start_ms)
-        generate_fleet(spec, files.write)
-        files.close()
-        for second in range(seconds):
-            files.publish(second)
-        out["events_per_s_of_traffic"] = sum(files.events.values()) / seconds
+        settings, out["events_per_s_of_traffic"] = _staged(spec, base, b)
         spark = spark_session(master, "routewatch-bench", {"spark.driver.memory": "1g"})
         spark.sparkContext.setLogLevel("ERROR")
         try:
@@ -92,6 +103,15 @@ def measure(args: argparse.Namespace, master: str, partitions: list[int]) -> dic
                 out[f"job_p{n}_batch_median_s"] = median(rate.durations)
                 out[f"job_p{n}_parts_ms"] = rate.parts
                 print(f"job, {n} state partitions: {rate.per_s:,.0f} events/s", flush=True)
+            if args.big and not args.child:
+                big = FleetSpec(clusters=1, brokers=spec.brokers * spec.clusters, duration=seconds)
+                big_settings, out["big_events_per_s_of_traffic"] = _staged(big, base / "big", b)
+                for n in partitions:
+                    rate = _job_rate(spark, big_settings, base / "big", n, first)
+                    out[f"big_p{n}_events_per_s"] = rate.per_s
+                    out[f"big_p{n}_batch_median_s"] = median(rate.durations)
+                    out[f"big_p{n}_parts_ms"] = rate.parts
+                    print(f"one big cluster, {n} state partitions: {rate.per_s:,.0f} events/s")
         finally:
             out["jvm_rss_gib"] = jvm_rss_gib()
             spark.stop()
@@ -106,6 +126,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10, help="seconds of traffic per batch")
     parser.add_argument("--partitions", default="1,2")
     parser.add_argument("--one-core", action="store_true", help="also local[1] on one core")
+    parser.add_argument("--big", action="store_true", help="also one big cluster")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     partitions = [int(p) for p in args.partitions.split(",")]
@@ -142,6 +163,10 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
     if one:
         rate = one[f"job_p{top}_events_per_s"]
         rows.append([f"job, {top} partitions, 1 core", rate, rate / traffic, f"{rate / bare:.0%}"])
+    for n in partitions if "big_events_per_s_of_traffic" in result else ():
+        rate = result[f"big_p{n}_events_per_s"]
+        big_traffic = result["big_events_per_s_of_traffic"]
+        rows.append([f"one big cluster, {n} partitions", rate, rate / big_traffic, "-"])
     print()
     print_table(["run", "events/s", "x real time", "of bare read"], rows)
     figures: dict[str, Any] = {
@@ -152,10 +177,22 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
     if one:
         one_rate = one[f"job_p{top}_events_per_s"]
         figures["core_scaling"] = result[f"job_p{top}_events_per_s"] / one_rate
+    if "big_events_per_s_of_traffic" in result:
+        big_traffic = result["big_events_per_s_of_traffic"]
+        for n in partitions:
+            rate = result[f"big_p{n}_events_per_s"]
+            # processing seconds per second of traffic, the big cluster's over the fleet's
+            fleet_cost = traffic / result[f"job_p{n}_events_per_s"]
+            figures[f"big_cluster_ratio_p{n}"] = big_traffic / rate / fleet_cost
+        figures["big_cluster_ratio"] = figures[f"big_cluster_ratio_p{top}"]
     print()
     for name, value in figures.items():
         print(f"{name}: {value:.2f}")
-    headline = {k: v for k, v in figures.items() if k in ("capacity_ratio", "core_scaling")}
+    headline = {
+        k: v
+        for k, v in figures.items()
+        if k in ("capacity_ratio", "core_scaling", "big_cluster_ratio")
+    }
     record("state_partitions", {**result, **figures}, **headline)
 
 
