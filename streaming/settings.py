@@ -45,11 +45,10 @@ class StreamingSettings(Settings):
         default=2,
         ge=1,
         le=1024,
-        description="Stateful tasks of the job (spark.sql.shuffle.partitions): every cluster is "
-        "kept in this many shards by topic, one in each of this many state buckets, each a "
-        "task, so the job's stateful work uses up to this many cores, also for one cluster; "
-        "about the cores of all its executors. Fixed per checkpoint: a resumed job keeps the "
-        "number its checkpoint was started with.",
+        description="Stateful tasks of the job (spark.sql.shuffle.partitions): its clusters are "
+        "spread over this many state buckets, each a task, so the job's stateful work uses up "
+        "to this many cores; about the cores of all its executors. Fixed per checkpoint: a "
+        "resumed job keeps the number its checkpoint was started with.",
     )
     state_memory_mb: int = Field(
         default=256,
