@@ -9,10 +9,9 @@
 
 Route tables and alerts are one stateful stage: every rule is judged after every event on the
 route tables *as of that event*. Its state is spread over *state buckets*, one per stateful
-task (``spark.sql.shuffle.partitions``): each cluster's state is in as many shards by topic as
-buckets, one in each (``streaming.engine.shards``), and every bucket receives every block's
-summary, so that each keeps the whole stream's clock and reaches the verdicts one intake would
-(``streaming.engine.clock``; docs/streaming.md).
+task (``spark.sql.shuffle.partitions``): each cluster's events and state live in one bucket, and
+every bucket receives every block's summary, so that each keeps the whole stream's clock and
+reaches the verdicts one intake would (``streaming.engine.clock``; docs/streaming.md).
 """
 
 from __future__ import annotations
@@ -59,13 +58,12 @@ def partitions_of(spark: SparkSession) -> int:
     return int(str(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def by_bucket(events: DataFrame, keys: list[int] | None = None) -> GroupedData:
-    """Events grouped for the stateful stage: one group per state bucket (``keys``: their
-    grouping keys, found by default), bad input with the cluster it names; packed a few
-    thousand to a row (:func:`streaming.stages.read.pack_events`)."""
-    if keys is None:
-        keys = state_keys(events.sparkSession, partitions_of(events.sparkSession))
-    return pack_events(events, keys).groupBy("bucket")
+def by_bucket(events: DataFrame) -> GroupedData:
+    """Events grouped for the stateful stage: one group per state bucket, bad input with the
+    cluster it names; packed a few thousand to a row
+    (:func:`streaming.stages.read.pack_events`)."""
+    n = partitions_of(events.sparkSession)
+    return pack_events(events, state_keys(events.sparkSession, n)).groupBy("bucket")
 
 
 def track_clusters(
@@ -78,9 +76,8 @@ def track_clusters(
     """Events -> changes of every cluster's route tables and alerts, and bad input kept with
     its reason, in one pass (a streaming DataFrame cannot be cached, so two branches over
     ``events`` would read and validate the input twice)."""
-    keys = state_keys(events.sparkSession, partitions_of(events.sparkSession))
-    return by_bucket(events, keys).transformWithStateInPandas(
-        statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, keys, final),
+    return by_bucket(events).transformWithStateInPandas(
+        statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, final),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
         timeMode="None",

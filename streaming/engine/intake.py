@@ -88,7 +88,6 @@ class Intake:
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
-        reported: list[bool] | None = None,
     ) -> IntakeResult:
         """Take ``(event_id, ts, seq, raw)`` in arrival order; return what is released.
 
@@ -98,9 +97,7 @@ class Intake:
         (other state buckets, :mod:`streaming.engine.clock`), and ``batch_max`` the largest of
         the whole batch; without them this intake is the whole stream. ``compact[i]``, if given
         and not None, is what arrival ``i`` is held and released as instead of its raw line
-        (:mod:`streaming.engine.compact`). ``reported[i]``, if given and false: arrival ``i`` is
-        judged as any other but not reported if late or a duplicate (another state bucket that
-        received it too reports it: :mod:`streaming.engine.shards`)."""
+        (:mod:`streaming.engine.compact`)."""
         out = IntakeResult()
         running = self.max_received
         for i, (event_id, ts, seq, raw) in enumerate(arrivals):
@@ -113,16 +110,13 @@ class Intake:
             bucket = ts // 1000
             ids = self.seen.get(bucket)
             if ids is not None and event_id in ids:
-                if reported is None or reported[i]:
-                    out.duplicates.append(raw)
+                out.duplicates.append(raw)
                 continue
             if ids is None:
                 ids = self.seen[bucket] = set()
             ids.add(event_id)
             self.touched_buckets.add(bucket)
             if newest is not None and newest - ts > self.lateness_ms:
-                if reported is not None and not reported[i]:
-                    continue
                 out.late.append(
                     (
                         raw,

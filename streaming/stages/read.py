@@ -9,9 +9,7 @@ The stream's clock travels with the events (``streaming.engine.clock``): the lin
 in a partition are a *block* — with ``by_event_time``, the whole partition is one — and the
 stage gives each valid event the largest ``ts`` before it in its block (``prior``) and adds one
 summary row per block (``value`` null; ``arrival``: the block's last valid event's; ``ts``: its
-largest), which every state bucket receives. Each valid event's ``topic`` (of a send, a route
-pull, a proxy's route miss) says which of its cluster's shards apply it
-(``streaming.engine.shards``).
+largest), which every state bucket receives.
 
 Validation is the contract's own (``routewatch.validation``), run in Python over Arrow batches,
 so the Spark job and every other reader agree on what is bad input and why.
@@ -32,8 +30,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from routewatch.codec import parse
 from routewatch.validation import BadInput
+from streaming.engine.clock import bucket_of
 from streaming.engine.compact import compact
-from streaming.engine.shards import HEAD_SHARD, event_shards, owner_shard, shard_bucket
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -53,7 +51,6 @@ _ARROW_SCHEMA = pa.schema(
         ("arrival", pa.string()),
         ("cluster", pa.string()),
         ("type", pa.string()),
-        ("topic", pa.string()),
         ("ts", pa.int64()),
         ("seq", pa.int64()),
         ("event_id", pa.string()),
@@ -128,7 +125,6 @@ def validate_batches(
             cols["arrival"].append(arrival)
             cols["cluster"].append(obj["cluster"])
             cols["type"].append(obj["type"])
-            cols["topic"].append(obj.get("topic"))
             cols["ts"].append(obj["ts"])
             cols["seq"].append(obj.get("seq"))
             cols["event_id"].append(obj["event_id"])
@@ -186,7 +182,7 @@ def _where(origin: str) -> str:
 
 def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
     cols["cluster"].append(bad.cluster)
-    for name in ("type", "topic", "ts", "seq", "event_id", "prior", "held"):
+    for name in ("type", "ts", "seq", "event_id", "prior", "held"):
         cols[name].append(None)
     cols["reason"].append(bad.reason)
     cols["detail"].append(bad.detail)
@@ -205,12 +201,10 @@ def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
 
 # Events packed for the stateful stage: per Arrow batch, one row per state bucket, the bucket's
 # events (and every block summary) in Arrow's IPC stream format, under the bucket's grouping
-# key, each with ``owned``: whether this bucket reports it if late or a duplicate. PySpark
-# regroups a group's rows one at a time in Python; a few packed rows per batch instead of one
-# per event take that per-row cost off the stateful tasks.
+# key. PySpark regroups a group's rows one at a time in Python; a few packed rows per batch
+# instead of one per event take that per-row cost off the stateful tasks.
 _CHUNKS_ARROW_SCHEMA = pa.schema([("bucket", pa.int32()), ("events", pa.binary())])
 CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
-_OWNED = pa.field("owned", pa.bool_())
 
 
 def _ipc(batch: pa.RecordBatch) -> bytes:
@@ -220,67 +214,36 @@ def _ipc(batch: pa.RecordBatch) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-def _destinations(
-    cluster: str | None, kind: str | None, topic: str | None, n: int
-) -> tuple[list[int], int]:
-    """The state buckets an event goes to (those of the cluster shards that apply it), and the
-    one that owns it; bad input naming a cluster: its head shard's."""
-    if kind is None:
-        head = shard_bucket(cluster, HEAD_SHARD, n)
-        return [head], head
-    shards = event_shards(kind, topic, n)
-    buckets = sorted({shard_bucket(cluster, s, n) for s in shards})
-    return buckets, shard_bucket(cluster, owner_shard(kind, topic, n), n)
-
-
 def pack_batches(batches: Iterator[pa.RecordBatch], keys: list[int]) -> Iterator[pa.RecordBatch]:
     """Batches of events (:data:`EVENTS_SCHEMA`) -> one row per state bucket each: the events
-    its cluster shards apply (:mod:`streaming.engine.shards`, as many shards per cluster as
-    buckets; bad input naming no cluster: bucket 0) and every block summary, as Arrow IPC with
-    an ``owned`` column, under ``keys[bucket]``."""
+    of the bucket's clusters (:func:`streaming.engine.clock.bucket_of`; bad input naming none:
+    bucket 0) and every block summary, as Arrow IPC, under ``keys[bucket]``."""
     n = len(keys)
     for batch in batches:
         if not batch.num_rows:
             continue
         clusters = batch.column("cluster").to_pylist()
-        kinds = batch.column("type").to_pylist()
-        topics = batch.column("topic").to_pylist()
         summary = pc.is_null(batch.column("value")).to_pylist()
         rows: list[list[int]] = [[] for _ in range(n)]
-        owned: list[list[bool]] = [[] for _ in range(n)]
-        # (a few clusters and kinds, thousands of rows: the same destinations over and over)
-        seen: dict[tuple[str | None, str | None, str | None], tuple[list[int], int]] = {}
-        for i, (cluster, kind, topic, is_summary) in enumerate(
-            zip(clusters, kinds, topics, summary, strict=True)
-        ):
+        bucket_by_cluster: dict[str | None, int] = {}  # (a few clusters, thousands of rows)
+        for i, (cluster, is_summary) in enumerate(zip(clusters, summary, strict=True)):
             if is_summary:
-                for bucket in range(n):
-                    rows[bucket].append(i)
-                    owned[bucket].append(True)
+                for bucket_rows in rows:
+                    bucket_rows.append(i)
                 continue
-            key = (cluster, kind, topic if kind in _BY_TOPIC else None)
-            found = seen.get(key)
-            if found is None:
-                found = seen[key] = _destinations(cluster, kind, key[2], n)
-            buckets, owner = found
-            for bucket in buckets:
-                rows[bucket].append(i)
-                owned[bucket].append(bucket == owner)
+            b = bucket_by_cluster.get(cluster)
+            if b is None:
+                b = bucket_by_cluster[cluster] = bucket_of(cluster, n)
+            rows[b].append(i)
         out_keys, blobs = [], []
         for bucket, indices in enumerate(rows):
             if indices:
-                part = batch.take(pa.array(indices, pa.int32()))
-                part = part.append_column(_OWNED, pa.array(owned[bucket], pa.bool_()))
                 out_keys.append(keys[bucket])
-                blobs.append(_ipc(part))
+                blobs.append(_ipc(batch.take(pa.array(indices, pa.int32()))))
         yield pa.RecordBatch.from_arrays(
             [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary())],
             schema=_CHUNKS_ARROW_SCHEMA,
         )
-
-
-# the kinds whose destinations depend on their topic (the others': on their cluster alone)
-_BY_TOPIC = frozenset({"send", "proxy_route_miss", "route_pull"})
 
 
 def pack_events(events: DataFrame, keys: list[int]) -> DataFrame:
@@ -294,5 +257,5 @@ def unpack_chunks(chunks: list[bytes]) -> pa.Table:
     """Packed rows -> the events they hold, in arrival order."""
     tables = [ipc.open_stream(pa.py_buffer(chunk)).read_all() for chunk in chunks]
     if not tables:
-        return _ARROW_SCHEMA.append(_OWNED).empty_table()
+        return _ARROW_SCHEMA.empty_table()
     return pa.concat_tables(tables).sort_by("arrival")

@@ -1,12 +1,11 @@
 """Stage 2, track clusters: the engine's step as a Spark stateful processor, one state bucket
 per group.
 
-Each cluster's state is in shards by topic, as many as state buckets, and each shard lives in
-one bucket (``streaming.engine.shards``), a group of the stateful stage, so that Spark runs the
-buckets as parallel tasks — also for one large cluster; every bucket also receives every block
-summary of the batch, from which it keeps the whole stream's clock (``streaming.engine.clock``).
-Each micro-batch, the processor turns the read stage's rows into arrivals, their priors and bad
-lines and calls the engine's one step function
+Each cluster's events and state live in one state bucket (``streaming.engine.clock.bucket_of``),
+a group of the stateful stage, so that Spark runs the buckets as parallel tasks; every bucket
+also receives every block summary of the batch, from which it keeps the whole stream's clock
+(``streaming.engine.clock``). Each micro-batch, the processor turns the read stage's rows into
+arrivals, their priors and bad lines and calls the engine's one step function
 (:class:`streaming.engine.step.Step`) over the bucket's state; it only adapts pandas and Spark's
 ``MapState`` to the step's :class:`~streaming.engine.entries.Entries`. What is stored where is
 the engine's business (:mod:`streaming.engine.layout`); Spark keeps it in its state store
@@ -46,7 +45,6 @@ from pyspark.sql.types import (
 from routewatch.changes import BadLine, ChangeRow
 from streaming.engine.clock import Block, batch_max, priors
 from streaming.engine.intake import dedupe_id
-from streaming.engine.shards import shard_bucket
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
 from streaming.stages.read import unpack_chunks
@@ -107,7 +105,7 @@ def changes_frame(rows: list[ChangeRow]) -> pd.DataFrame:
 # what the processor reads of the read stage's rows, in this order
 _COLUMNS = [
     *("cluster", "event_id", "ts", "seq", "value", "reason", "detail"),
-    *("arrival", "prior", "held", "owned"),
+    *("arrival", "prior", "held"),
 ]
 
 
@@ -134,26 +132,12 @@ class StreamProcessor(StatefulProcessor):
     ``bad`` change rows.
 
     ``final``: the input is finite and this is its only batch (``evaluate``): everything held
-    back by the lateness bound is applied at the end. ``keys``: the grouping key of each state
-    bucket (``streaming.pipeline.state_keys``), from which a group knows which bucket it is.
+    back by the lateness bound is applied at the end.
     """
 
-    def __init__(
-        self, lateness_ms: int, dedupe_horizon_ms: int, keys: list[int], final: bool = False
-    ) -> None:
-        self.lateness_ms, self.dedupe_horizon_ms = lateness_ms, dedupe_horizon_ms
-        self.keys = keys
+    def __init__(self, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False) -> None:
+        self.step = Step(lateness_ms, dedupe_horizon_ms)
         self.final = final
-
-    def _step(self, key: Any) -> Step:
-        """The step of the bucket whose grouping key is ``key``: each cluster in as many shards
-        as buckets, of which it holds those that live in it."""
-        n, bucket = len(self.keys), self.keys.index(int(key[0]))
-
-        def mine(cluster: str, shard: int) -> bool:
-            return shard_bucket(cluster, shard, n) == bucket
-
-        return Step(self.lateness_ms, self.dedupe_horizon_ms, shards=n, mine=mine)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         _, key_ddl, value_ddl = STATE_VARIABLES["entries"]
@@ -169,10 +153,9 @@ class StreamProcessor(StatefulProcessor):
         keys: list[str] = []
         own: list[int | None] = []
         forms: list[str | None] = []
-        reported: list[bool] = []
         blocks: list[Block] = []
         bad: list[tuple[str | None, BadLine]] = []
-        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held, owned in zip(
+        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held in zip(
             *columns.values(), strict=True
         ):
             if value is None:
@@ -182,10 +165,9 @@ class StreamProcessor(StatefulProcessor):
                 keys.append(arrival)
                 own.append(prior)
                 forms.append(held)
-                reported.append(owned)
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
-        out = self._step(key)(
+        out = self.step(
             self.entries,
             arrivals,
             final=self.final,
@@ -193,7 +175,6 @@ class StreamProcessor(StatefulProcessor):
             priors=priors(keys, own, blocks),
             batch_max=batch_max(blocks),
             compact=forms,
-            reported=reported,
         )
         if out:
             yield changes_frame(out)
