@@ -40,7 +40,6 @@ __all__ = [
     "CLIENT_FORGET_MS",
     "FAILURE_QUIET_MS",
     "KEEPING_KINDS",
-    "LIVENESS_THRESHOLDS",
     "REGISTRY",
     "Rules",
 ]
@@ -65,10 +64,6 @@ REGISTRY: tuple[type[Rule], ...] = (
 # The kinds whose open alert keeps an auto-created topic from being forgotten: the topic ones.
 KEEPING_KINDS: tuple[AlertKind, ...] = tuple(r.kind for r in REGISTRY if r.scope == "topic")
 
-# The engine's own thresholds: a registration's expiry, and the end of an unregistered
-# NameServer's 120 s as one of the cluster's.
-LIVENESS_THRESHOLDS = ("expire", "linger")
-
 
 class Rules:
     """The catalogue's rules over one cluster's engine: every happening the engine reports,
@@ -87,7 +82,9 @@ class Rules:
         self._divergence = self._rule(NamesrvDivergence)
         self._no_route = self._rule(NoRouteInfo)
         self._rejected = self._rule(SendRejected)
-        # threshold -> what crosses it
+        # threshold -> what crosses it: the engine's (a registration's expiry, the end of an
+        # unregistered NameServer's 120 s as one of the cluster's), an auto-created topic's, and
+        # the rules'
         self._thresholds: dict[str, Callable[[str, int], None]] = {
             "expire": self._expire,
             "linger": self._linger,

@@ -32,8 +32,8 @@ class FailureRule(Rule):
             record["due"] = record["last"] + self.quiet_ms
             self.e.schedule(record["due"], self.record, topic)
         else:
-            key_ = self.facts.topic_key(self.kind, topic)
-            self.e.book.resolve(key_, at, {"resolution": "quiet for 120 s"})
+            alert_key = self.facts.topic_key(self.kind, topic)
+            self.e.book.resolve(alert_key, at, {"resolution": "quiet for 120 s"})
             self.resolved_quietly(topic, at)
             setattr(state, self.record, None)
             self.life.note_idle(topic, state, at)
