@@ -94,7 +94,7 @@ class Rules:
         for rule in self.by_kind.values():
             for name in rule.deadlines:
                 self._thresholds[name] = _firing(rule, name)
-            for name in getattr(rule, "rejudges", ()):
+            for name in rule.rejudges:
                 self._thresholds[name] = self.topic_changed
 
     def _rule(self, cls: type[R]) -> R:

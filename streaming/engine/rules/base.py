@@ -180,13 +180,16 @@ class Rule:
     The class attributes describe it to the registry (:mod:`streaming.engine.rules`), from which
     every list of kinds derives: ``scope`` (a topic-scoped alert, open, keeps an auto-created
     topic from being forgotten), ``reads`` (the cluster-wide facts it judges on), ``deadlines``
-    (the thresholds it schedules, which :meth:`fire` crosses) and ``refreshed`` (its open
-    alerts' evidence is derived again after every registration or expiry)."""
+    (the thresholds it schedules, which :meth:`fire` crosses), ``rejudges`` (the thresholds it
+    schedules, keyed by topic, at which the whole topic is judged again, every topic rule in
+    order) and ``refreshed`` (its open alerts' evidence is derived again after every
+    registration or expiry)."""
 
     kind: ClassVar[AlertKind]
     scope: ClassVar[Scope]
     reads: ClassVar[frozenset[Fact]] = frozenset()
     deadlines: ClassVar[tuple[str, ...]] = ()
+    rejudges: ClassVar[tuple[str, ...]] = ()
     refreshed: ClassVar[bool] = False
 
     def __init__(self, engine: EngineView, facts: ClusterFacts, life: TopicLife) -> None:
@@ -237,13 +240,11 @@ class TopicView:
 class TopicRule(Rule):
     """A rule judged for one topic whenever its routes, its template holders or the expected
     masters change: for every topic (``system_topics``: system topics too), or only for
-    auto-created ones (``auto_created_only``). ``rejudges``: the thresholds it schedules
-    (keyed by topic) at which the whole topic is judged again, every topic rule in order."""
+    auto-created ones (``auto_created_only``)."""
 
     scope: ClassVar[Scope] = "topic"
     system_topics: ClassVar[bool] = False
     auto_created_only: ClassVar[bool] = False
-    rejudges: ClassVar[tuple[str, ...]] = ()
 
     def judge(self, view: TopicView, at: int) -> None:
         raise NotImplementedError

@@ -3,7 +3,7 @@ kept in the topic's state, resolved after 120 s without one."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from streaming.engine.rules.base import Rule, Scope
 
@@ -19,6 +19,25 @@ class FailureRule(Rule):
     scope: ClassVar[Scope] = "topic"
     record: ClassVar[str]
     quiet_ms: ClassVar[int] = FAILURE_QUIET_MS
+
+    def _failure(self, topic: str, ts: int, fresh: dict[str, Any]) -> dict[str, Any]:
+        """A failure of this kind at ``ts``: its record — the open alert's, or ``fresh`` (with
+        ``first``, ``count`` 0 and ``due`` None, and the kind's own fields) — counted, its quiet
+        period scheduled, kept in the topic's state (which ends the topic's idle time); the
+        caller adds what the failure says of its kind."""
+        state = self.e.topic_state(topic, create=True)
+        assert state is not None
+        is_open = self.e.book.get(self.facts.topic_key(self.kind, topic)) is not None
+        record = (getattr(state, self.record) if is_open else None) or fresh
+        record["last"] = ts
+        record["count"] += 1
+        if record["due"] is None:
+            record["due"] = due = ts + self.quiet_ms
+            self.e.schedule(due, self.record, topic)
+        setattr(state, self.record, record)
+        self.life.note_idle(topic, state, ts)
+        self.e.topics.mark(topic)
+        return record
 
     def fire(self, deadline: str, key: str, at: int) -> None:
         """120 s without a failure of this kind resolves the alert."""

@@ -91,21 +91,11 @@ class NoRouteInfo(FailureRule):
             and not _later((ts, e.get("seq")), resolved)
         ):
             return  # not later than the alert's last resolution
-        state = self.e.topic_state(topic, create=True)
-        assert state is not None
-        fail = state.no_route if self.e.book.get(key) is not None and state.no_route else None
-        fail = fail or {"first": ts, "count": 0, "clients": [], "statuses": {}, "due": None}
-        fail["last"] = ts
-        fail["count"] += 1
+        fresh = {"first": ts, "count": 0, "clients": [], "statuses": {}, "due": None}
+        fail = self._failure(topic, ts, fresh)
         if e["client_id"] not in fail["clients"]:
             fail["clients"] = sorted([*fail["clients"], e["client_id"]])[:EVIDENCE_LIST_MAX]
         fail["statuses"][e["status"]] = fail["statuses"].get(e["status"], 0) + 1
-        if fail["due"] is None:
-            fail["due"] = ts + self.quiet_ms
-            self.e.schedule(ts + self.quiet_ms, self.record, topic)
-        state.no_route = fail
-        self.life.note_idle(topic, state, ts)  # a failure ends an idle time
-        self.e.topics.mark(topic)
         cause = self._cause(e)
         update = self.facts.update_topic
         remedies = {

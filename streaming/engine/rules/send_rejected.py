@@ -19,20 +19,9 @@ class SendRejected(FailureRule):
         """A send a broker refused (TOPIC_NOT_EXIST)."""
         topic = e["topic"]
         key = self.facts.topic_key(self.kind, topic)
-        state = self.e.topic_state(topic, create=True)
-        assert state is not None
-        rej = state.rejected if self.e.book.get(key) is not None and state.rejected else None
-        rej = rej or {"first": ts, "count": 0, "brokers": {}, "due": None}
-        rej["last"] = ts
-        rej["count"] += 1
+        rej = self._failure(topic, ts, {"first": ts, "count": 0, "brokers": {}, "due": None})
         broker = e.get("broker") or "?"
         rej["brokers"][broker] = rej["brokers"].get(broker, 0) + 1
-        if rej["due"] is None:
-            rej["due"] = ts + self.quiet_ms
-            self.e.schedule(ts + self.quiet_ms, self.record, topic)
-        state.rejected = rej
-        self.life.note_idle(topic, state, ts)
-        self.e.topics.mark(topic)
         refusing = sorted(rej["brokers"])
         brokers = ", ".join(refusing)
         update, addr = self.facts.update_topic, self.facts.master_addr
