@@ -163,28 +163,25 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
     if one:
         rate = one[f"job_p{top}_events_per_s"]
         rows.append([f"job, {top} partitions, 1 core", rate, rate / traffic, f"{rate / bare:.0%}"])
-    for n in partitions if "big_events_per_s_of_traffic" in result else ():
+    figures: dict[str, Any] = {}
+    big_traffic = result.get("big_events_per_s_of_traffic")
+    for n in partitions if big_traffic else ():
         rate = result[f"big_p{n}_events_per_s"]
-        big_traffic = result["big_events_per_s_of_traffic"]
         rows.append([f"one big cluster, {n} partitions", rate, rate / big_traffic, "-"])
+        # processing seconds per second of traffic, the big cluster's over the fleet's
+        fleet_cost = traffic / result[f"job_p{n}_events_per_s"]
+        figures[f"big_cluster_ratio_p{n}"] = big_traffic / rate / fleet_cost
+    if big_traffic:
+        figures["big_cluster_ratio"] = figures[f"big_cluster_ratio_p{top}"]
     print()
     print_table(["run", "events/s", "x real time", "of bare read"], rows)
-    figures: dict[str, Any] = {
-        "capacity_ratio": result[f"job_p{top}_events_per_s"] / bare,
-        "capacity_speedup_same_run": result[f"job_p{top}_events_per_s"]
-        / result[f"job_p{min(partitions)}_events_per_s"],
-    }
+    figures["capacity_ratio"] = result[f"job_p{top}_events_per_s"] / bare
+    figures["capacity_speedup_same_run"] = (
+        result[f"job_p{top}_events_per_s"] / result[f"job_p{min(partitions)}_events_per_s"]
+    )
     if one:
         one_rate = one[f"job_p{top}_events_per_s"]
         figures["core_scaling"] = result[f"job_p{top}_events_per_s"] / one_rate
-    if "big_events_per_s_of_traffic" in result:
-        big_traffic = result["big_events_per_s_of_traffic"]
-        for n in partitions:
-            rate = result[f"big_p{n}_events_per_s"]
-            # processing seconds per second of traffic, the big cluster's over the fleet's
-            fleet_cost = traffic / result[f"job_p{n}_events_per_s"]
-            figures[f"big_cluster_ratio_p{n}"] = big_traffic / rate / fleet_cost
-        figures["big_cluster_ratio"] = figures[f"big_cluster_ratio_p{top}"]
     print()
     for name, value in figures.items():
         print(f"{name}: {value:.2f}")
