@@ -2,6 +2,7 @@
 the reference fleet in steady state, and where it goes (issue 38's baseline).
 
     .venv/bin/python -m benchmarks.engine_step [--duration 100] [--warmup 65] [--profile] [--raw]
+        [--big]
 
 The fleet (``routewatch simulate --fleet``'s reference: 10 clusters x 10 brokers x 10,000
 topics, 2 NameServers, 10,000 sends/s) is generated into memory, cut into batches of one second
@@ -13,12 +14,14 @@ one, 30 s later. Then, for every later batch: its wall time; and, apart, the tim
 takes to decode the batch's lines by type — the part of the step that is decoding JSON text a
 second time (the read stage decoded it once to validate it). Delivered sends are held in their
 compact form, as the job holds them (``streaming.engine.compact``); ``--raw`` holds every event
-raw, as before. ``--profile`` prints cProfile's
+raw, as before. ``--big`` runs one big cluster of the fleet's topic-broker pairs instead (1
+cluster x 100 brokers x 10,000 topics, the same producers and sends; its route pulls name 100
+brokers each, not 10). ``--profile`` prints cProfile's
 top functions over the measured batches (its own overhead slows them about 2x: the rates
 printed are those of the run without it).
 
 Prints the figures and records them in ``benchmarks/results/latest.json`` (section
-``engine_step``).
+``engine_step``, or ``engine_step_big``).
 """
 
 from __future__ import annotations
@@ -75,11 +78,16 @@ def main() -> None:
     parser.add_argument(
         "--raw", action="store_true", help="hold every event raw, as before the compact sends"
     )
+    parser.add_argument(
+        "--big", action="store_true", help="one cluster of 100 brokers instead of the fleet"
+    )
     args = parser.parse_args()
     if args.warmup >= args.duration:
         parser.error("--warmup must be shorter than --duration")
 
     spec = FleetSpec(duration=args.duration)
+    if args.big:  # the same topic-broker pairs in one cluster
+        spec = FleetSpec(clusters=1, brokers=spec.brokers * spec.clusters, duration=args.duration)
     started = time.perf_counter()
     batches, types = batches_of(spec)
     generated = sum(len(b) for b, _ in batches)
@@ -141,8 +149,10 @@ def main() -> None:
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
     record(
-        "engine_step",
+        "engine_step_big" if args.big else "engine_step",
         {
+            "clusters": spec.clusters,
+            "brokers_per_cluster": spec.brokers,
             "duration_s": args.duration,
             "warmup_s": args.warmup,
             "sends_held": "raw" if args.raw else "compact",
