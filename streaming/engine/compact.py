@@ -18,6 +18,15 @@ data version its registration already holds is not read for its table. It is hel
 **head** — every field but ``topics``, as JSON — before its raw line (:func:`head_form`); the
 engine decodes the head, and the raw line only if the registration's data version is one it
 has not applied (:meth:`streaming.engine.cluster.ClusterEngine.knows_table`).
+
+A route pull is held **slim** — every field but ``queues``, as JSON — unless it is a successful
+pull of the template for a topic (``via_default``): the engine reads a pull's queues only then
+(the brokers a producer's auto-created route names). A route lists every broker of its topic, so
+in a cluster of 100 brokers a pull is about 8 kB, most of it queues.
+
+The read stage ships each event's form beside its raw line (the ``value`` column), so a head is
+shipped without the raw line behind it (:func:`shipped`) and joined to it in the stateful task
+(:func:`held_form`): the registration's bytes travel once.
 """
 
 from __future__ import annotations
@@ -29,19 +38,41 @@ import orjson
 from routewatch.events import DeliveredStatus
 from streaming.engine.intake import NO_SEQ
 
-__all__ = ["HEAD", "MARK", "compact", "expand", "split_head"]
+__all__ = [
+    "HEAD",
+    "MARK",
+    "SLIM",
+    "compact",
+    "expand",
+    "held_form",
+    "shipped",
+    "slim",
+    "split_head",
+]
 
 MARK = "\x1f"  # (no JSON text starts with a control character)
 HEAD = "\x1e"  # a full registration's head, a newline, its raw line
+SLIM = "\x1d"  # a route pull without its queues, as JSON
 
 
 def compact(event: dict[str, Any], raw: str | bytes) -> str | None:
     """A decoded, valid event and its raw line -> its compact held form, if it has one: a
-    delivered send that auto-created nothing, or a full registration with a data version (its
-    head before its raw line)."""
+    delivered send that auto-created nothing, a full registration with a data version (its
+    head before its raw line), or a route pull whose queues the engine does not read."""
+    form = shipped(event, raw)
+    return None if form is None else held_form(form, raw)
+
+
+def shipped(event: dict[str, Any], raw: str | bytes) -> str | None:
+    """What the read stage ships of an event beside its raw line: its compact form, a head
+    without the raw line behind it (:func:`held_form` joins them)."""
     kind = event["type"]
     if kind == "heartbeat":
         return head_form(event, raw)
+    if kind == "route_pull":
+        if event.get("via_default") and event["result"] == "SUCCESS":
+            return None
+        return SLIM + orjson.dumps({k: v for k, v in event.items() if k != "queues"}).decode()
     if kind != "send" or event["status"] not in DeliveredStatus:
         return None
     if event.get("auto_created") or MARK in event["cluster"]:
@@ -49,16 +80,29 @@ def compact(event: dict[str, Any], raw: str | bytes) -> str | None:
     return f"{MARK}{event['cluster']}{MARK}{event['status']}{MARK}{event['topic']}"
 
 
+def held_form(form: str, raw: str | bytes) -> str:
+    """A shipped form and its event's raw line -> the form the intake holds: a head with its
+    raw line after a newline, any other form as it is."""
+    if not form.startswith(HEAD):
+        return form
+    return f"{form}\n{raw.decode() if isinstance(raw, bytes) else raw}"
+
+
 def head_form(event: dict[str, Any], raw: str | bytes) -> str | None:
-    """A full registration with a data version -> its head (every field but ``topics``), a
-    newline and its raw line (which holds no newline: it is one line of the stream)."""
+    """A full registration with a data version -> its head (every field but ``topics``); held
+    with its raw line after a newline (:func:`held_form`; the raw line holds no newline: it is
+    one line of the stream)."""
     if not event["full"] or event.get("shutdown") or event.get("data_version") is None:
         return None
-    text = raw.decode() if isinstance(raw, bytes) else raw
-    if "\n" in text:
+    if (b"\n" in raw) if isinstance(raw, bytes) else ("\n" in raw):
         return None
-    head = orjson.dumps({k: v for k, v in event.items() if k != "topics"}).decode()
-    return f"{HEAD}{head}\n{text}"
+    return HEAD + orjson.dumps({k: v for k, v in event.items() if k != "topics"}).decode()
+
+
+def slim(value: str) -> dict[str, Any]:
+    """A held route pull's slim form -> the pull without its queues."""
+    event: dict[str, Any] = orjson.loads(value[1:])
+    return event
 
 
 def split_head(value: str) -> tuple[dict[str, Any], str]:

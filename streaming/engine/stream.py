@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.compact import HEAD, MARK, expand, split_head
+from streaming.engine.compact import HEAD, MARK, SLIM, expand, slim, split_head
 from streaming.engine.intake import Held, Intake, IntakeResult
 
 __all__ = ["Arrival", "Clock", "StreamEngine"]
@@ -110,6 +110,8 @@ class StreamEngine:
                 head, raw = split_head(value)
                 known = self.engine(head["cluster"]).knows_table(head)
                 event = head if known else orjson.loads(raw)
+            elif value.startswith(SLIM):
+                event = slim(value)
             else:
                 event = orjson.loads(value)
             self.engine(event["cluster"]).apply_event(event)

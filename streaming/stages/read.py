@@ -31,7 +31,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 from streaming.engine.clock import bucket_of
-from streaming.engine.compact import compact
+from streaming.engine.compact import shipped
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -131,7 +131,7 @@ def validate_batches(
             cols["reason"].append(None)
             cols["detail"].append(None)
             cols["prior"].append(blocks.event(origin, arrival, obj["ts"]))
-            cols["held"].append(compact(obj, text))
+            cols["held"].append(shipped(obj, text))
         _summaries(cols, blocks)
         pending = cols
     blocks.close()

@@ -44,6 +44,7 @@ from pyspark.sql.types import (
 
 from routewatch.changes import BadLine, ChangeRow
 from streaming.engine.clock import Block, batch_max, priors
+from streaming.engine.compact import held_form
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
@@ -164,7 +165,7 @@ class StreamProcessor(StatefulProcessor):
                 arrivals.append((dedupe_id(cluster, eid), ts, seq, value))
                 keys.append(arrival)
                 own.append(prior)
-                forms.append(held)
+                forms.append(None if held is None else held_form(held, value))
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
         out = self.step(

@@ -1,5 +1,6 @@
-"""A delivered send held in its compact form, and a full registration held with its head, are
-applied exactly as their raw lines would be; a registration of a known table is not decoded."""
+"""A delivered send held in its compact form, a full registration held with its head and a route
+pull held slim are applied exactly as their raw lines would be; a registration of a known table
+is not decoded."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ import pytest
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.scenarios import SCENARIOS
 from routewatch.changes import ChangeRow
-from streaming.engine.compact import HEAD, MARK, compact, expand, split_head
+from streaming.engine.compact import (
+    HEAD,
+    MARK,
+    SLIM,
+    compact,
+    expand,
+    held_form,
+    shipped,
+    slim,
+    split_head,
+)
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.step import Step
@@ -57,13 +68,62 @@ def test_a_delivered_send_is_held_as_the_fields_the_engine_reads() -> None:
         {"status": "NO_ROUTE_INFO"},  # a failure: the rules read its client and template
         {"status": "TOPIC_NOT_EXIST"},
         {"auto_created": True},  # the rules record the auto-creation
-        {"type": "route_pull"},
         {"cluster": f"a{MARK}b"},  # (the separator in a name: held raw)
     ],
 )
 def test_every_other_event_is_held_raw(change: dict[str, object]) -> None:
     event = SEND | change
     assert compact(event, orjson.dumps(event)) is None
+
+
+PULL = {
+    "v": 1,
+    "type": "route_pull",
+    "ts": 1000,
+    "cluster": "C",
+    "event_id": "p-2",
+    "client_id": "c",
+    "group": "g",
+    "role": "producer",
+    "namesrv": "n:9876",
+    "topic": "T",
+    "via_default": False,
+    "create_topic_key": "TBW102",
+    "client_default_topic_queue_nums": 4,
+    "result": "SUCCESS",
+    "queues": [
+        {"broker": f"b{i}", "read_queue_nums": 4, "write_queue_nums": 4, "perm": 6}
+        for i in range(100)
+    ],
+}
+
+
+def test_a_route_pull_is_held_without_its_queues() -> None:
+    raw = orjson.dumps(PULL)
+    form = compact(PULL, raw)
+
+    assert form is not None and form.startswith(SLIM) and len(form) < len(raw) / 10
+    assert slim(form) == {k: v for k, v in PULL.items() if k != "queues"}
+
+
+def test_a_successful_pull_of_the_template_is_held_raw() -> None:
+    # (its queues are the brokers a producer's auto-created route names)
+    event = PULL | {"via_default": True}
+    assert compact(event, orjson.dumps(event)) is None
+    failed = event | {"result": "TOPIC_NOT_EXIST", "queues": []}
+    assert (form := compact(failed, orjson.dumps(failed))) is not None and form.startswith(SLIM)
+
+
+def test_a_head_is_shipped_without_its_raw_line_and_held_with_it() -> None:
+    event = _registration()
+    raw = orjson.dumps(event).decode()
+    head = shipped(event, raw)
+
+    assert head is not None and head.startswith(HEAD) and "\n" not in head
+    assert len(head) < len(raw)
+    assert held_form(head, raw) == held_form(head, raw.encode()) == compact(event, raw)
+    other = shipped(PULL, orjson.dumps(PULL))
+    assert other is not None and held_form(other, "ignored") == other
 
 
 def _rows(trace: list[Arrival], *, with_compact: bool, size: int) -> list[ChangeRow]:
@@ -93,7 +153,7 @@ def _fleet() -> list[Arrival]:
 
 
 @pytest.mark.parametrize("name", [*sorted(SCENARIOS), "fleet"])
-def test_the_changes_are_the_same_whether_sends_are_held_compact_or_raw(name: str) -> None:
+def test_the_changes_are_the_same_whether_events_are_held_compact_or_raw(name: str) -> None:
     trace = _fleet() if name == "fleet" else arrivals(name, seed=2)
     held_compact = sum(compact(orjson.loads(raw), raw) is not None for _, _, _, raw in trace)
     assert held_compact > 0 or name != "fleet"
@@ -102,6 +162,17 @@ def test_the_changes_are_the_same_whether_sends_are_held_compact_or_raw(name: st
         compacted = _rows(trace, with_compact=True, size=size)
         raw = _rows(trace, with_compact=False, size=size)
         assert compacted == raw
+
+
+def test_the_scenarios_hold_route_pulls_both_slim_and_raw() -> None:
+    forms = [
+        compact(event, raw)
+        for name in SCENARIOS
+        for _, _, _, raw in arrivals(name, seed=2)
+        if (event := orjson.loads(raw))["type"] == "route_pull"
+    ]
+    assert any(f is not None and f.startswith(SLIM) for f in forms)
+    assert None in forms  # (template pulls, read with their queues)
 
 
 def _registration() -> dict[str, Any]:
