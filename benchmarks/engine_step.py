@@ -6,19 +6,19 @@ the reference fleet in steady state, and where it goes (issue 38's baseline).
 
 The fleet (``routewatch simulate --fleet``'s reference: 10 clusters x 10 brokers x 10,000
 topics, 2 NameServers, 10,000 sends/s) is generated into memory, cut into batches of one second
-of event time (the job's 1 s trigger on a spool that publishes a file a second), and fed
-through :class:`streaming.engine.step.Step` over in-memory entries — the same step the Spark
-job calls, minus Spark's transport and state store. The first ``--warmup`` seconds are applied
-unmeasured: every broker's first registration (each of its 10,000 topics judged) and the next
-one, 30 s later. Then, for every later batch: its wall time; and, apart, the time ``orjson``
-takes to decode the batch's lines by type — the part of the step that is decoding JSON text a
-second time (the read stage decoded it once to validate it). Delivered sends are held in their
-compact form, as the job holds them (``streaming.engine.compact``); ``--raw`` holds every event
-raw, as before. ``--big`` runs one big cluster of the fleet's topic-broker pairs instead (1
-cluster x 100 brokers x 10,000 topics, the same producers and sends; its route pulls name 100
-brokers each, not 10). ``--profile`` prints cProfile's
-top functions over the measured batches (its own overhead slows them about 2x: the rates
-printed are those of the run without it).
+of event time (the job's 1 s trigger on a spool that publishes a file a second), and fed through
+:class:`streaming.engine.step.Step` over in-memory entries — the same step the Spark job calls,
+minus Spark's transport and state store. The first ``--warmup`` seconds are applied unmeasured
+(its wall time is printed apart): every broker's first registration (each of its 10,000 topics
+judged) and the next one, 30 s later. Then, for every later batch: its wall time; and, apart,
+the time ``orjson`` takes to decode the batch's lines by type — the part of the step that is
+decoding JSON text a second time (the read stage decoded it once to validate it). Delivered
+sends are held in their compact form, as the job holds them (``streaming.engine.compact``);
+``--raw`` holds every event raw, as before. ``--big`` runs one big cluster of the fleet's
+topic-broker pairs instead (1 cluster x 100 brokers x 10,000 topics, the same producers and
+sends; its route pulls name 100 brokers each, not 10). ``--profile`` prints cProfile's top
+functions over the measured batches (its own overhead slows them about 2x: the rates printed
+are those of the run without it).
 
 Prints the figures and records them in ``benchmarks/results/latest.json`` (section
 ``engine_step``, or ``engine_step_big``).
@@ -95,8 +95,14 @@ def main() -> None:
 
     step, entries = Step(LATENESS_MS, DEDUPE_HORIZON_MS), MemoryEntries()
     forms_of: list[str | None] | None
+    started = time.perf_counter()
     for batch, forms in batches[: args.warmup]:
         step(entries, batch, compact=None if args.raw else forms)
+    warmup_wall = time.perf_counter() - started
+    print(
+        f"the warm-up ({args.warmup} s of traffic: every broker's first registration, each of "
+        f"its topics judged) took {warmup_wall:.1f} s"
+    )
     measured = batches[args.warmup :]
     walls = []
     for batch, forms in measured:
@@ -155,6 +161,7 @@ def main() -> None:
             "brokers_per_cluster": spec.brokers,
             "duration_s": args.duration,
             "warmup_s": args.warmup,
+            "warmup_wall_s": round(warmup_wall, 1),
             "sends_held": "raw" if args.raw else "compact",
             "events": events,
             "events_per_s": round(rate),
