@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.group import GroupedData
 
 from routewatch.errors import RoutewatchError
-from streaming.stages.read import pack_events, read_events
+from streaming.stages.read import pack_events, read_packed
 from streaming.stages.track import CHANGES_SCHEMA, StreamProcessor
 
 __all__ = ["by_bucket", "changes", "state_keys", "track_clusters"]
@@ -76,7 +76,13 @@ def track_clusters(
     """Events -> changes of every cluster's route tables and alerts, and bad input kept with
     its reason, in one pass (a streaming DataFrame cannot be cached, so two branches over
     ``events`` would read and validate the input twice)."""
-    return by_bucket(events).transformWithStateInPandas(
+    return _tracked(by_bucket(events), lateness_ms, dedupe_horizon_ms, final)
+
+
+def _tracked(
+    grouped: GroupedData, lateness_ms: int, dedupe_horizon_ms: int, final: bool
+) -> DataFrame:
+    return grouped.transformWithStateInPandas(
         statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, final),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
@@ -97,10 +103,7 @@ def changes(
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
     partitions) and are interleaved by event time (see ``streaming.stages.read``).
     """
-    events = read_events(lines, by_event_time=by_event_time)
-    return track_clusters(
-        events,
-        lateness_ms=lateness_ms,
-        dedupe_horizon_ms=dedupe_horizon_ms,
-        final=final,
-    )
+    spark = lines.sparkSession
+    keys = state_keys(spark, partitions_of(spark))
+    grouped = read_packed(lines, keys, by_event_time=by_event_time).groupBy("bucket")
+    return _tracked(grouped, lateness_ms, dedupe_horizon_ms, final)

@@ -39,6 +39,7 @@ __all__ = [
     "pack_batches",
     "pack_events",
     "read_events",
+    "read_packed",
     "unpack_chunks",
     "validate_batches",
 ]
@@ -251,6 +252,20 @@ def pack_events(events: DataFrame, keys: list[int]) -> DataFrame:
     one state bucket per key of ``keys``."""
     pack = functools.partial(pack_batches, keys=keys)
     return events.select(*_ARROW_SCHEMA.names).mapInArrow(pack, CHUNKS_SCHEMA)
+
+
+def _validate_and_pack(
+    batches: Iterator[pa.RecordBatch], keys: list[int], by_event_time: bool
+) -> Iterator[pa.RecordBatch]:
+    return pack_batches(validate_batches(batches, by_event_time), keys)
+
+
+def read_packed(lines: DataFrame, keys: list[int], *, by_event_time: bool = False) -> DataFrame:
+    """``(value, origin)`` lines -> validated events packed for the state buckets of ``keys``
+    (:func:`read_events`, then :func:`pack_events`), in one pass over each batch: one Python
+    worker and one trip of the events between Spark's JVM and Python instead of two."""
+    run = functools.partial(_validate_and_pack, keys=keys, by_event_time=by_event_time)
+    return lines.select("value", "origin").mapInArrow(run, CHUNKS_SCHEMA)
 
 
 def unpack_chunks(chunks: list[bytes]) -> pa.Table:

@@ -6,9 +6,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from streaming.stages.read import read_events, validate_batches
+from streaming.stages.read import (
+    pack_events,
+    read_events,
+    read_packed,
+    unpack_chunks,
+    validate_batches,
+)
 
 GOOD = (
     '{"v":1,"type":"send","ts":1000,"cluster":"C","event_id":"p-1","seq":7,"client_id":"c",'
@@ -127,3 +133,30 @@ def test_a_kafka_record_that_is_not_utf8_names_its_partition_and_offset() -> Non
 
     assert out.column("reason").to_pylist() == ["not_utf8"]
     assert out.column("detail").to_pylist()[0].endswith(", at Kafka partition 3, offset 42")
+
+
+@pytest.mark.spark
+def test_the_job_validates_and_packs_in_one_pass_what_the_two_stages_pack(
+    spark: SparkSession,
+) -> None:
+    other = GOOD.replace('"cluster":"C"', '"cluster":"D"').replace('"p-1"', '"p-2"')
+    lines = spark.createDataFrame(
+        [(GOOD, "f1"), ("{not json", "f1"), (other, "f1"), (GOOD, "f2")],
+        "value string, origin string",
+    ).coalesce(1)
+    keys = [0, 3]  # (any two grouping keys)
+
+    fused = read_packed(lines, keys)
+    two = pack_events(read_events(lines), keys)
+
+    def events(frame: DataFrame) -> dict[int, list[tuple[Any, ...]]]:
+        out: dict[int, list[tuple[Any, ...]]] = {}
+        for row in frame.collect():
+            table = unpack_chunks([bytes(row.events)])
+            out.setdefault(row.bucket, []).extend(zip(*table.to_pydict().values(), strict=True))
+        return {bucket: sorted(rows, key=repr) for bucket, rows in out.items()}
+
+    assert events(fused) == events(two)
+    assert sorted(events(fused)) == [0, 3]  # (C and D fall in different buckets of two)
+    plan = fused._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("MapInArrow") == 1, plan
