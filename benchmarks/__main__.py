@@ -2,11 +2,12 @@
 
     .venv/bin/python -m benchmarks [--only replay_rates,fleet_realtime,...] [--table]
 
-Each benchmark runs in a process of its own, with its default settings (run one alone with
+Each benchmark runs in a process of its own, with its default settings and the options that
+make it record every headline figure of its own (:data:`BENCHMARKS`; run one alone with
 ``python -m benchmarks.<name> --help`` to change them), and records its figures as it ends;
-``--table`` only prints the table of what is recorded. Takes about an hour on the 2-core
-development machine; nothing else should run meanwhile, since every figure is a rate or a
-latency on a shared CPU.
+``--table`` only prints the table of what is recorded. Takes about an hour and a half on the
+2-core development machine; nothing else should run meanwhile, since every figure is a rate or
+a latency on a shared CPU.
 
 They need what the tests need, installed by ``bash .ci/install --test``: ``replay_rates`` and
 ``detection_latency`` start a real Apache Kafka broker with :mod:`routewatch.testing.kafka`,
@@ -25,17 +26,22 @@ import sys
 from benchmarks.results import HEADLINE_KEYS, LATEST, print_table
 from routewatch.cli import plain_text
 
-BENCHMARKS = (
-    "replay_rates",
-    "fleet_realtime",
-    "kafka_read",
-    "detection_latency",
-    "api_load",
-    "collect_cost",
-    "chained_state",  # a prototype's findings (issue 38), not a headline figure
-    "engine_step",  # the engine alone, without Spark (issue 38's baseline)
-    "state_partitions",  # the job over one task and several, and on one core (issue 38)
-)
+# Every benchmark, with the options that make it record each of its headline figures (without
+# them fleet_realtime records no fleet_speedup_same_run, state_partitions no core_scaling or
+# big_cluster_ratio, and the table would show an older run's beside this one's).
+BENCHMARKS: dict[str, tuple[str, ...]] = {
+    "replay_rates": (),
+    "fleet_realtime": ("--compare-partitions", "1,2"),
+    "kafka_read": (),
+    "detection_latency": (),
+    "api_load": (),
+    "collect_cost": (),
+    "chained_state": (),  # a prototype's findings (issue 38), not a headline figure
+    "engine_step": (),  # the engine alone, without Spark (issue 38's baseline)
+    # the job over one task and several, on one core, and over one big cluster (issue 38)
+    "state_partitions": ("--one-core", "--big"),
+}
+
 
 TARGETS = {
     "detection_latency_p95_s": "<= lateness bound + 2 s",
@@ -79,7 +85,8 @@ def main() -> int:
             if name not in BENCHMARKS:
                 parser.error(f"unknown benchmark {name!r}: choose among {', '.join(BENCHMARKS)}")
             print(f"\n=== {name}", flush=True)
-            if subprocess.run([sys.executable, "-m", f"benchmarks.{name}"], check=False).returncode:
+            command = [sys.executable, "-m", f"benchmarks.{name}", *BENCHMARKS[name]]
+            if subprocess.run(command, check=False).returncode:
                 failed.append(name)
     headline_table()
     if failed:
