@@ -17,7 +17,7 @@ takes in a backlog):
    largest number (``--no-warm-up`` skips it): the JIT goes on compiling the job's own paths
    (the shuffle, the state store, the stateful operator's Python runner) well after the bare
    read's warm-up, so without it the first job measured runs slowest — on 2026-12-01 the same
-   job ran 16 % faster as the third query of a JVM than as the first.
+   job ran 16 % faster as the third job query of its JVM than as the first.
 
 With ``--one-core``, the job with the largest number of partitions runs once more in a child
 process pinned to one core (``taskset -c 0``, ``local[1]``): the scaling from one core to two.

@@ -62,8 +62,12 @@ def by_bucket(events: DataFrame) -> GroupedData:
     """Events grouped for the stateful stage: one group per state bucket, bad input with the
     cluster it names; packed a few thousand to a row
     (:func:`streaming.stages.read.pack_events`)."""
-    n = partitions_of(events.sparkSession)
-    return pack_events(events, state_keys(events.sparkSession, n)).groupBy("bucket")
+    return pack_events(events, _bucket_keys(events.sparkSession)).groupBy("bucket")
+
+
+def _bucket_keys(spark: SparkSession) -> list[int]:
+    """The grouping key of each of the session's state buckets (:func:`state_keys`)."""
+    return state_keys(spark, partitions_of(spark))
 
 
 def track_clusters(
@@ -103,7 +107,6 @@ def changes(
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
     partitions) and are interleaved by event time (see ``streaming.stages.read``).
     """
-    spark = lines.sparkSession
-    keys = state_keys(spark, partitions_of(spark))
+    keys = _bucket_keys(lines.sparkSession)
     grouped = read_packed(lines, keys, by_event_time=by_event_time).groupBy("bucket")
     return _tracked(grouped, lateness_ms, dedupe_horizon_ms, final)
