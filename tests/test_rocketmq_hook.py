@@ -27,6 +27,7 @@ publishes must be a contract event (``routewatch.codec.parse``), and say what th
 
 from __future__ import annotations
 
+import statistics
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -359,16 +360,26 @@ def test_an_unwritable_spool_neither_slows_nor_fails_sends(
     _hooked(driver, spools, "up", cluster.namesrv_addr())
     driver.send("up", topic)  # both producers have the route and a connection to both brokers
     driver.send("down", topic)
-    count = 40
-    up = driver.send("up", topic, count=count)
-    failing = driver.send("down", topic, count=count)
+    # Rounds of ten sends each, alternating, so that whatever else loads the machine (another
+    # test's Spark, a GC) falls on both producers alike.
+    rounds, per_round = 4, 10
+    count = rounds * per_round
+    up: list[SendOutcome] = []
+    failing: list[SendOutcome] = []
+    for _ in range(rounds):
+        up += driver.send("up", topic, count=per_round)
+        failing += driver.send("down", topic, count=per_round)
     assert all(o.ok for o in up + failing), up + failing
 
-    # As fast: the writer never blocks a send (a blocked one would wait for its I/O).
-    def total(outcomes: list[SendOutcome]) -> int:
-        return sum(o.elapsed_ms for o in outcomes)
+    # As fast: the writer never blocks a send (a blocked one would wait for its I/O). The
+    # typical send is compared, not the sum, which one stalled send can double.
+    def typical(outcomes: list[SendOutcome]) -> float:
+        return statistics.median(o.elapsed_ms for o in outcomes)
 
-    assert total(failing) <= 2 * total(up) + 200, (total(failing), total(up))
+    assert typical(failing) <= 2 * typical(up) + 5, (
+        [o.elapsed_ms for o in failing],
+        [o.elapsed_ms for o in up],
+    )
     stats = driver.hook_stats("down", flush_ms=5_000)
     assert stats["written"] == 0 and stats["files"] == 0, stats
     # Every event dropped and counted: at least one send event per message, and the pulls.
