@@ -321,8 +321,8 @@ def first_seen(
         for i, item in enumerate(items):
             e = item.event
             intake.receive([(e.event_id, e.ts, e.seq, encode(e).decode())])
-            for held in intake.flush():
-                engine.apply(held.value)
+            for *_, value in intake.flush():
+                engine.apply(value)
             for a in engine.book.take_changes():
                 seen.setdefault((a.kind, a.topic, a.broker, a.broker_id, a.opened_at), i)
         return seen

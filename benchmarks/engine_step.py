@@ -2,11 +2,12 @@
 the reference fleet in steady state, and where it goes (issue 38's baseline).
 
     .venv/bin/python -m benchmarks.engine_step [--duration 100] [--warmup 65] [--profile] [--raw]
-        [--big]
+        [--big] [--batch-seconds 1]
 
 The fleet (``routewatch simulate --fleet``'s reference: 10 clusters x 10 brokers x 10,000
 topics, 2 NameServers, 10,000 sends/s) is generated into memory, cut into batches of one second
-of event time (the job's 1 s trigger on a spool that publishes a file a second), and fed through
+of event time (the job's 1 s trigger on a spool that publishes a file a second; ``--batch-seconds
+10``: the job's capacity batches, taking in a backlog), and fed through
 :class:`streaming.engine.step.Step` over in-memory entries — the same step the Spark job calls,
 minus Spark's transport and state store. The first ``--warmup`` seconds are applied unmeasured
 (its wall time is printed apart): every broker's first registration (each of its 10,000 topics
@@ -50,16 +51,19 @@ DEDUPE_HORIZON_MS = 300_000
 Batch = tuple[list[Arrival], list[str | None]]
 
 
-def batches_of(spec: FleetSpec) -> tuple[list[Batch], list[dict[str, list[str]]]]:
-    """The fleet's arrivals cut by second of ``ts``, each with the compact forms the read stage
-    gives them (``streaming.engine.compact``), and each batch's lines by event type."""
+def batches_of(
+    spec: FleetSpec, seconds_per_batch: int = 1
+) -> tuple[list[Batch], list[dict[str, list[str]]]]:
+    """The fleet's arrivals cut by ``seconds_per_batch`` of ``ts``, each with the compact forms
+    the read stage gives them (``streaming.engine.compact``), and each batch's lines by event
+    type."""
     lines: list[bytes] = []
     generate_fleet(spec, lines.append)
     by_second: dict[int, Batch] = defaultdict(lambda: ([], []))
     by_type: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for raw in lines:
         event = orjson.loads(raw)
-        second = event["ts"] // 1000
+        second = event["ts"] // (1000 * seconds_per_batch)
         text = raw.decode()
         key = dedupe_id(event["cluster"], event["event_id"])
         arrivals, forms = by_second[second]
@@ -81,29 +85,38 @@ def main() -> None:
     parser.add_argument(
         "--big", action="store_true", help="one cluster of 100 brokers instead of the fleet"
     )
+    parser.add_argument(
+        "--batch-seconds",
+        type=int,
+        default=1,
+        help="seconds of traffic per batch (10: the capacity batches)",
+    )
     args = parser.parse_args()
     if args.warmup >= args.duration:
         parser.error("--warmup must be shorter than --duration")
+    if args.warmup % args.batch_seconds:
+        parser.error("--warmup must be a whole number of batches (of --batch-seconds)")
+    warmup = args.warmup // args.batch_seconds
 
     spec = FleetSpec(duration=args.duration)
     if args.big:  # the same topic-broker pairs in one cluster
         spec = FleetSpec(clusters=1, brokers=spec.brokers * spec.clusters, duration=args.duration)
     started = time.perf_counter()
-    batches, types = batches_of(spec)
+    batches, types = batches_of(spec, args.batch_seconds)
     generated = sum(len(b) for b, _ in batches)
     print(f"generated {generated:,} events in {time.perf_counter() - started:.1f} s")
 
     step, entries = Step(LATENESS_MS, DEDUPE_HORIZON_MS), MemoryEntries()
     forms_of: list[str | None] | None
     started = time.perf_counter()
-    for batch, forms in batches[: args.warmup]:
+    for batch, forms in batches[:warmup]:
         step(entries, batch, compact=None if args.raw else forms)
     warmup_wall = time.perf_counter() - started
     print(
         f"the warm-up ({args.warmup} s of traffic: every broker's first registration, each of "
         f"its topics judged) took {warmup_wall:.1f} s"
     )
-    measured = batches[args.warmup :]
+    measured = batches[warmup:]
     walls = []
     for batch, forms in measured:
         forms_of = None if args.raw else forms
@@ -115,7 +128,7 @@ def main() -> None:
 
     decode: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
-    for by_type in types[args.warmup :]:
+    for by_type in types[warmup:]:
         for kind, texts in by_type.items():
             t0 = time.perf_counter()
             for text in texts:
@@ -124,10 +137,11 @@ def main() -> None:
             counts[kind] += len(texts)
 
     rate = events / wall
+    per_second = events / len(measured) / args.batch_seconds  # the fleet's traffic
     print(
-        f"\nthe step alone over {len(measured)} batches of 1 s of traffic "
+        f"\nthe step alone over {len(measured)} batches of {args.batch_seconds} s of traffic "
         f"(after {args.warmup} s of warm-up): {events:,} events in {wall:.2f} s, "
-        f"{rate:,.0f} events/s, {rate / (events / len(measured)):.1f}x real time; "
+        f"{rate:,.0f} events/s, {rate / per_second:.1f}x real time; "
         f"batch median {statistics.median(walls) * 1000:.0f} ms, max {max(walls) * 1000:.0f} ms"
     )
     rows = [
@@ -144,7 +158,7 @@ def main() -> None:
 
     if args.profile:
         step2, entries2 = Step(LATENESS_MS, DEDUPE_HORIZON_MS), MemoryEntries()
-        for batch, forms in batches[: args.warmup]:
+        for batch, forms in batches[:warmup]:
             step2(entries2, batch, compact=None if args.raw else forms)
         profile = cProfile.Profile()
         profile.enable()
@@ -155,7 +169,8 @@ def main() -> None:
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
     record(
-        "engine_step_big" if args.big else "engine_step",
+        ("engine_step_big" if args.big else "engine_step")
+        + ("" if args.batch_seconds == 1 else f"_{args.batch_seconds}s"),
         {
             "clusters": spec.clusters,
             "brokers_per_cluster": spec.brokers,
@@ -165,7 +180,8 @@ def main() -> None:
             "sends_held": "raw" if args.raw else "compact",
             "events": events,
             "events_per_s": round(rate),
-            "real_time_factor": round(rate / (events / len(measured)), 2),
+            "batch_s": args.batch_seconds,
+            "real_time_factor": round(rate / per_second, 2),
             "batch_median_ms": round(statistics.median(walls) * 1000, 1),
             "batch_max_ms": round(max(walls) * 1000, 1),
             "decode_share_by_type": {k: round(decode[k] / wall, 4) for k in sorted(counts)},

@@ -7,7 +7,9 @@ stateful task (``benchmarks.engine_step``: more than half of the step). The read
 decodes every line once to validate it, writes such a send's compact form beside it: the four
 fields the engine reads, after a separator no JSON text starts with. The intake holds that
 instead of the raw line (the raw line is still what a late or duplicate send is reported with),
-and :func:`expand` gives the engine its event without decoding JSON.
+and :func:`delivered` gives the engine its fields without decoding JSON
+(:meth:`streaming.engine.cluster.ClusterEngine.delivered`; :func:`expand`: the event they stand
+for).
 
 A send whose topic was auto-created by it (``auto_created``), and every failed send, keep their
 raw form: the rules read more of them.
@@ -43,6 +45,7 @@ __all__ = [
     "MARK",
     "SLIM",
     "compact",
+    "delivered",
     "expand",
     "held_form",
     "shipped",
@@ -111,10 +114,16 @@ def split_head(value: str) -> tuple[dict[str, Any], str]:
     return orjson.loads(head), raw
 
 
+def delivered(value: str) -> tuple[str, str, str]:
+    """A delivered send's compact held form -> its ``cluster``, ``status`` and ``topic``."""
+    _, cluster, status, topic = value.split(MARK, 3)
+    return cluster, status, topic
+
+
 def expand(value: str, ts: int, seq: int) -> dict[str, Any]:
     """A compact held form, with its event's ``ts`` and ``seq`` (as held: -1 for none) -> the
-    event as the engine applies it."""
-    _, cluster, status, topic = value.split(MARK, 3)
+    event it stands for."""
+    cluster, status, topic = delivered(value)
     return {
         "type": "send",
         "ts": ts,

@@ -19,14 +19,14 @@ from collections.abc import Iterable
 
 import orjson
 
-from streaming.engine.intake import Held, HeldRow
+from streaming.engine.intake import Held
 
 __all__ = ["pack", "unpack"]
 
 LEVEL = 1
 
 
-def pack(rows: Iterable[HeldRow]) -> bytes:
+def pack(rows: Iterable[Held]) -> bytes:
     """Held events (``ts, seq, arrival, event_id, raw``) -> compressed bytes."""
     header = []
     raws = []
@@ -45,7 +45,7 @@ def unpack(blob: bytes) -> list[Held]:
     held = []
     at = 0
     for ts, seq, arrival, event_id, length in orjson.loads(data[:split]):
-        held.append(Held(ts, seq, arrival, event_id, body[at : at + length]))
+        held.append((ts, seq, arrival, event_id, body[at : at + length]))
         at += length
     if at != len(body):
         raise ValueError(f"packed held events end at {at} of {len(body)} characters")

@@ -26,8 +26,8 @@ from typing import Any
 import orjson
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.compact import HEAD, MARK, SLIM, expand, slim, split_head
-from streaming.engine.intake import Held, Intake, IntakeResult
+from streaming.engine.compact import HEAD, MARK, SLIM, delivered, slim, split_head
+from streaming.engine.intake import NO_SEQ, Held, Intake, IntakeResult
 
 __all__ = ["Arrival", "Clock", "StreamEngine"]
 
@@ -102,21 +102,26 @@ class StreamEngine:
         self._tick()
 
     def _apply(self, released: Iterable[Held]) -> None:
-        for held in released:
-            value = held.value
-            if value.startswith(MARK):
-                event = expand(value, held.ts, held.seq)
-            elif value.startswith(HEAD):
-                head, raw = split_head(value)
-                known = self.engine(head["cluster"]).knows_table(head)
-                event = head if known else orjson.loads(raw)
-            elif value.startswith(SLIM):
-                event = slim(value)
+        now = self.clock.stream_time
+        engines = self.engines
+        for ts, seq, _, _, value in released:
+            if value.startswith(MARK):  # a delivered send: the commonest, and the cheapest
+                cluster, status, topic = delivered(value)
+                engine = engines.get(cluster) or self.engine(cluster)
+                engine.delivered(ts, None if seq == NO_SEQ else seq, status, topic)
             else:
-                event = orjson.loads(value)
-            self.engine(event["cluster"]).apply_event(event)
-            if self.clock.stream_time is None or held.ts > self.clock.stream_time:
-                self.clock.stream_time = held.ts
+                if value.startswith(HEAD):
+                    head, raw = split_head(value)
+                    known = self.engine(head["cluster"]).knows_table(head)
+                    event = head if known else orjson.loads(raw)
+                elif value.startswith(SLIM):
+                    event = slim(value)
+                else:
+                    event = orjson.loads(value)
+                self.engine(event["cluster"]).apply_event(event)
+            if now is None or ts > now:
+                now = ts
+        self.clock.stream_time = now
 
     def _tick(self) -> None:
         newest = self.intake.max_received

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 
-from streaming.engine.intake import Held, Intake
+import pytest
+
+from streaming.engine.intake import EVENT_ID, Held, Intake
 
 LATENESS_MS = 2_000
 
@@ -28,8 +30,8 @@ def _in_memory(arrivals: list[tuple[str, int, int | None, str]], cut: int) -> li
     intake = Intake(LATENESS_MS, 300_000)
     out = []
     for start in range(0, len(arrivals), cut):
-        out += [h.event_id for h in intake.receive(arrivals[start : start + cut]).released]
-    return out + [h.event_id for h in intake.flush()]
+        out += [h[EVENT_ID] for h in intake.receive(arrivals[start : start + cut]).released]
+    return out + [h[EVENT_ID] for h in intake.flush()]
 
 
 class _Caller:
@@ -47,16 +49,16 @@ class _Caller:
 
     def load(self, second: int) -> list[Held]:
         self.read.append(second)
-        return [Held(*row) for row in self.buckets[second]]
+        return list(self.buckets[second])
 
     def batch(self, arrivals: list[tuple[str, int, int | None, str]], final: bool) -> list[str]:
         intake = Intake(LATENESS_MS, 300_000)
         intake.max_received, intake.arrivals = self.max_received, self.arrivals
         intake.seen = {second: set(ids) for second, ids in self.seen.items()}
         intake.keep_stored(dict(self.counts), self.load)
-        released = [h.event_id for h in intake.receive(arrivals).released]
+        released = [h[EVENT_ID] for h in intake.receive(arrivals).released]
         if final:
-            released += [h.event_id for h in intake.flush()]
+            released += [h[EVENT_ID] for h in intake.flush()]
         for second, rows in intake.changed_held().items():
             self.written.append(second)
             if rows:
@@ -102,3 +104,43 @@ def test_a_batch_reads_and_writes_only_the_seconds_it_changes() -> None:
     assert sorted(caller.read) == [1_006, 1_007]
     assert sorted(caller.written) == [1_006, 1_007, 1_009]
     assert sorted(caller.buckets) == [1_007, 1_008, 1_009]
+
+
+def _model(
+    batches: list[list[tuple[str, int, int | None, str]]], lateness_ms: int
+) -> list[tuple[int, list[str]]]:
+    """What the intake must release, by its definition, computed the slow way: after each
+    batch, every accepted event whose ts is more than the bound older than the newest received,
+    sorted by (ts, seq or -1, arrival number); each batch's release, with the batch's index."""
+    newest: int | None = None
+    seen: set[str] = set()
+    held: list[tuple[int, int, int, str]] = []
+    number = 0
+    out = []
+    for n, batch in enumerate(batches):
+        for event_id, ts, seq, _ in batch:
+            before = newest
+            newest = ts if newest is None else max(newest, ts)
+            if event_id in seen:
+                continue
+            seen.add(event_id)
+            if before is not None and before - ts > lateness_ms:
+                continue  # late
+            number += 1
+            held.append((ts, -1 if seq is None else seq, number, event_id))
+        assert newest is not None
+        ready = sorted(h for h in held if newest - h[0] > lateness_ms)
+        held = [h for h in held if h not in ready]
+        out.append((n, [h[3] for h in ready]))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_batch_releases_what_the_definition_says_in_its_order(seed: int) -> None:
+    rng = random.Random(seed)
+    arrivals = _arrivals(1_500, seed=seed)
+    cuts = sorted(rng.sample(range(1, len(arrivals)), 40))
+    batches = [arrivals[a:b] for a, b in zip([0, *cuts], [*cuts, len(arrivals)], strict=True)]
+    caller = _Caller()
+    got = [(n, caller.batch(batch, final=False)) for n, batch in enumerate(batches)]
+    assert got == _model(batches, LATENESS_MS)
