@@ -22,7 +22,8 @@ functions over the measured batches (its own overhead slows them about 2x: the r
 are those of the run without it).
 
 Prints the figures and records them in ``benchmarks/results/latest.json`` (section
-``engine_step``, or ``engine_step_big``).
+``engine_step``, or ``engine_step_big``; with ``--batch-seconds`` other than 1, its number of
+seconds after them: ``engine_step_10s``).
 """
 
 from __future__ import annotations
