@@ -51,18 +51,27 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    version's compact sends and block summaries). Its figure, ``fleet_speedup_same_run``, is
    the highest sustained speed with the most partitions over the one with the fewest.
 
-Records ``fleet_max_speed`` (the highest sustained speed; 0 if none), ``ceiling_ratio`` (one
-second of traffic per batch; the floor ratio and the ratios at capacity are in the section) and
-``jvm_rss_gib`` (the Spark JVM's peak resident memory, VmHWM, over the whole run) in
-``benchmarks/results/latest.json``, section ``fleet``; with ``--compare-partitions``, also
-``fleet_speedup_same_run`` and the section's ``by_partitions``.
+Records ``fleet_max_speed`` (the highest sustained speed; 0 if none) and ``ceiling_ratio`` (one
+second of traffic per batch; the floor ratio and the ratios at capacity are in the section) in
+``benchmarks/results/latest.json``, section ``fleet``, with ``jvm_rss_gib_all_queries`` (the
+Spark JVM's peak resident memory, VmHWM, over the whole run: every phase's queries and their
+state stores in one JVM); with ``--compare-partitions``, also ``fleet_speedup_same_run`` and the
+section's ``by_partitions``.
+
+**One job** (``--one-job``): what an operator's ``routewatch stream`` holds — the job alone in a
+JVM of its own, brought up to the measured seconds in batches of one second of traffic (not
+measured), then phase 3 at ``--speeds``. Records ``jvm_rss_gib`` (its JVM's VmHWM) and its steps
+in the section ``fleet_one_job``. ``--native-memory`` (either mode) starts the JVM with Native
+Memory Tracking and records its committed memory by category at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -151,9 +160,9 @@ class SecondFiles:
         return copy
 
 
-def jvm_rss_gib() -> float:
-    """Peak resident memory (VmHWM) of this process's Spark JVM."""
-    peak = 0
+def spark_jvms() -> Iterator[tuple[int, str]]:
+    """``(pid, /proc status)`` of each Spark JVM on this machine (this process's, as the
+    benchmarks run nothing else)."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -163,10 +172,47 @@ def jvm_rss_gib() -> float:
         except OSError:
             continue
         if b"java" in cmdline.split(b"\0")[0] and b"spark" in cmdline:
-            for line in status.splitlines():
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]))
+            yield int(pid), status
+
+
+def jvm_rss_gib() -> float:
+    """Peak resident memory (VmHWM) of this process's Spark JVM."""
+    peak = 0
+    for _, status in spark_jvms():
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                peak = max(peak, int(line.split()[1]))
     return peak / 1024 / 1024
+
+
+NMT_OPTION = "-XX:NativeMemoryTracking=summary"
+_NMT_LINE = re.compile(r"^-\s+(?P<name>[^(]+?)\s+\(reserved=\d+KB, committed=(?P<kb>\d+)KB\)")
+
+
+def native_memory_mib() -> dict[str, float]:
+    """The Spark JVM's committed memory by the JVM's own categories (Native Memory Tracking,
+    ``jcmd <pid> VM.native_memory summary``; the JVM must run with :data:`NMT_OPTION`), in MiB;
+    empty if it cannot be read. Native memory the JVM does not allocate itself (RocksDB's, in
+    "Other" only when allocated through the JVM) and malloc's arenas are not in it."""
+    for pid, _ in spark_jvms():
+        out = subprocess.run(
+            ["jcmd", str(pid), "VM.native_memory", "summary"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        found = {}
+        for line in out.stdout.splitlines():
+            total = re.match(r"^Total: reserved=\d+KB, committed=(\d+)KB", line.strip())
+            if total:
+                found["Total"] = int(total.group(1)) / 1024
+            m = _NMT_LINE.match(line.strip())
+            if m:
+                found[m.group("name")] = int(m.group("kb")) / 1024
+        if found:
+            return found
+    return {}
 
 
 @dataclass
@@ -512,6 +558,19 @@ def main() -> None:
         help="phase 4: the real-time phase again for each of these numbers of state partitions "
         "(e.g. 1,2), in the same session",
     )
+    parser.add_argument(
+        "--one-job",
+        action="store_true",
+        help="only the job, in a JVM of its own: brought up to the measured seconds (one "
+        "second of traffic per batch, not measured), then phase 3; records the JVM's peak as a "
+        "routewatch stream's (section fleet_one_job), not the other phases",
+    )
+    parser.add_argument(
+        "--native-memory",
+        action="store_true",
+        help=f"start the JVM with {NMT_OPTION} and record its committed memory by category at "
+        "the end (a few per cent slower)",
+    )
     args = parser.parse_args()
     speeds = [float(s) for s in args.speeds.split(",")]
     compare = [int(p) for p in args.compare_partitions.split(",") if p]
@@ -542,8 +601,21 @@ def main() -> None:
             "spark.driver.memory": args.driver_memory,
             "spark.sql.streaming.numRecentProgressUpdates": "2000",
         }
+        if args.native_memory:
+            conf["spark.driver.extraJavaOptions"] = NMT_OPTION
         spark = spark_session("local[2]", "routewatch-bench", conf)
         spark.sparkContext.setLogLevel("ERROR")
+        if args.one_job:
+            try:
+                up = full_rate(spark, settings, 0)  # (its state, up to the measured seconds)
+                print(f"the job, brought up: {up.per_s:,.0f} events/s (not measured)", flush=True)
+                steps = realtime(spark, settings, files, measured, speeds, args.step, args.drain)
+            finally:
+                peak = jvm_rss_gib()
+                native = native_memory_mib() if args.native_memory else {}
+                spark.stop()
+            report_one_job(args, per_s, steps, peak, native)
+            return
         try:
             cold: tuple[Rate, Rate, Rate] | None = None
             if args.warm_up:
@@ -571,8 +643,66 @@ def main() -> None:
                 )
         finally:
             peak = jvm_rss_gib()  # VmHWM: the JVM's high-water mark since it started
+            native = native_memory_mib() if args.native_memory else {}
             spark.stop()
-    report(args, per_s, mb_per_s, (bare, floor, full), cold, capacity, steps, peak, compared)
+    report(
+        args, per_s, mb_per_s, (bare, floor, full), cold, capacity, steps, peak, native, compared
+    )
+
+
+def _print_steps(steps: list[Step]) -> None:
+    print_table(
+        ["speed", "events/s offered", "MB/s", "batch median s", "drained after s", "behind s"],
+        [
+            [
+                f"{s.speed:g}x",
+                s.offered_events_per_s,
+                s.offered_mb_per_s,
+                s.batch_median_s,
+                "-" if s.drain_s is None else s.drain_s,
+                s.backlog_s,
+            ]
+            for s in steps
+        ],
+    )
+
+
+def _print_native(native: dict[str, float]) -> None:
+    if native:
+        print("\nthe JVM's committed memory by category (Native Memory Tracking), MiB:")
+        rows = sorted(native.items(), key=lambda kv: kv[1], reverse=True)
+        print_table(["category", "MiB"], [list(row) for row in rows])
+
+
+def report_one_job(
+    args: argparse.Namespace,
+    per_s: float,
+    steps: list[Step],
+    peak_gib: float,
+    native: dict[str, float],
+) -> None:
+    """``--one-job``: the real-time steps and the JVM's peak, as one routewatch stream's."""
+    sustained = [s.speed for s in steps if s.sustained]
+    max_speed = max(sustained) if sustained else 0.0
+    print()
+    _print_steps(steps)
+    _print_native(native)
+    print(
+        f"\none job in its JVM: highest sustained speed {max_speed:g}x; JVM peak RSS "
+        f"{peak_gib:.2f} GiB (target <= 2 GiB)"
+    )
+    record(
+        "fleet_one_job",
+        {
+            "clusters": args.clusters,
+            "driver_memory": args.driver_memory,
+            "steady_traffic_events_per_s": per_s,
+            "steps": [vars(s) for s in steps],
+            "max_speed": max_speed,
+            "native_memory_mib": native or None,
+        },
+        jvm_rss_gib=round(peak_gib, 2),
+    )
 
 
 PHASES = ("bare source + parse", "stateful floor", "full pipeline")
@@ -591,6 +721,7 @@ def report(
     capacity: tuple[Rate, Rate, Rate] | None,
     steps: list[Step],
     peak_gib: float,
+    native: dict[str, float],
     compared: dict[int, list[Step]],
 ) -> None:
     bare, floor, full = rates
@@ -625,20 +756,8 @@ def report(
         [[name, *(rate.parts.get(name, "-") for rate in rates)] for name in names],
     )
     print()
-    print_table(
-        ["speed", "events/s offered", "MB/s", "batch median s", "drained after s", "behind s"],
-        [
-            [
-                f"{s.speed:g}x",
-                s.offered_events_per_s,
-                s.offered_mb_per_s,
-                s.batch_median_s,
-                "-" if s.drain_s is None else s.drain_s,
-                s.backlog_s,
-            ]
-            for s in steps
-        ],
-    )
+    _print_steps(steps)
+    _print_native(native)
     at_capacity = _ratio(capacity[2], capacity[0]) if capacity else None
     floor_at_capacity = _ratio(capacity[1], capacity[0]) if capacity else None
     if capacity is not None:
@@ -650,7 +769,7 @@ def report(
         f"\nceiling ratio {ratio:.0%} (target >= 50 %; the stateful floor, Spark's own work "
         f"around a Python stateful processor that does nothing: {floor_ratio:.0%}); highest "
         f"sustained speed {max_speed:g}x (target >= 1x); JVM peak RSS {peak_gib:.2f} GiB "
-        "(target <= 2 GiB)"
+        "over every phase's queries (one job's: --one-job)"
     )
     by_count = {
         count: max((s.speed for s in these if s.sustained), default=0.0)
@@ -702,11 +821,12 @@ def report(
                 for count, these in compared.items()
             }
             or None,
+            "jvm_rss_gib_all_queries": round(peak_gib, 2),
+            "native_memory_mib": native or None,
         },
         **speedup,
         fleet_max_speed=max_speed,
         ceiling_ratio=round(ratio, 3),
-        jvm_rss_gib=round(peak_gib, 2),
     )
 
 
