@@ -185,6 +185,41 @@ def jvm_rss_gib() -> float:
     return peak / 1024 / 1024
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the Spark JVM and by its Python workers
+    (every ``pyspark.daemon`` process: the read stage's and the stateful stage's), by pid."""
+    out: dict[str, float] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if b"pyspark.daemon" in cmdline:
+            group = "python"
+        elif b"java" in cmdline.split(b"\0")[0] and b"spark" in cmdline:
+            group = "jvm"
+        else:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # (after the command, which may hold spaces)
+        out[f"{group}:{pid}"] = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    return out
+
+
+def cores_used(before: dict[str, float], after: dict[str, float], wall: float) -> dict[str, float]:
+    """Cores the JVM and the Python workers used between two :func:`cpu_seconds` (a process
+    that ended meanwhile is not counted; one that started counts from zero)."""
+    used = {"jvm": 0.0, "python": 0.0}
+    for key, seconds in after.items():
+        used[key.split(":")[0]] += seconds - before.get(key, 0.0)
+    return {group: round(total / wall, 3) for group, total in used.items()}
+
+
 NMT_OPTION = "-XX:NativeMemoryTracking=summary"
 _NMT_LINE = re.compile(r"^-\s+(?P<name>[^(]+?)\s+\(reserved=\d+KB, committed=(?P<kb>\d+)KB\)")
 
@@ -361,6 +396,10 @@ class Step:
     drain_s: float | None  # wall time from the last publish until all of it was taken in
     backlog_s: float  # seconds of traffic published but not yet taken in, at the judgement
     sustained: bool
+    # per part of a batch, its median over the step's batches (as Rate.parts), in ms
+    parts_median_ms: dict[str, float] = field(default_factory=dict)
+    # cores used from the step's first publish to its judgement: the JVM's, the Python workers'
+    cores: dict[str, float] = field(default_factory=dict)
 
 
 class Progress:
@@ -391,6 +430,11 @@ class Progress:
                 if p["batchId"] >= first_batch and p["numInputRows"]
             ]
 
+    def parts(self, first_batch: int) -> dict[str, float]:
+        """The median of each part of the batches with input since ``first_batch``, in ms."""
+        with self.changed:
+            return steady_rate(list(self.batches), first_batch).parts
+
     def next_batch(self) -> int:
         with self.changed:
             return int(self.batches[-1]["batchId"]) + 1 if self.batches else 0
@@ -415,6 +459,7 @@ def realtime_step(
     """Publish ``seconds`` at ``speed``, then give the job ``drain_s`` to take in the rest."""
     first_batch = progress.next_batch()
     published = 0
+    cpu = cpu_seconds()
     started = time.monotonic()
     for i, second in enumerate(seconds):
         left = started + i / speed - time.monotonic()
@@ -426,6 +471,7 @@ def realtime_step(
     # the last file waits at most for the batch running when it lands, then its own batch
     allowed = drain_s + 2 * median(progress.durations(first_batch) or [0.0])
     taken = progress.wait_taken(first_batch, published, last + allowed)
+    cores = cores_used(cpu, cpu_seconds(), time.monotonic() - started)
     durations = progress.durations(first_batch)  # (with the ones that took in the step's end)
     drained = taken >= published
     per_second = statistics.mean(files.events[s] for s in seconds)
@@ -438,6 +484,8 @@ def realtime_step(
         drain_s=time.monotonic() - last if drained else None,
         backlog_s=max(published - taken, 0) / per_second,
         sustained=drained,
+        parts_median_ms=progress.parts(first_batch),
+        cores=cores,
     )
 
 
@@ -471,7 +519,8 @@ def realtime(
             steps.append(step)
             print(
                 f"  speed {speed:g}x: {step.offered_events_per_s:,.0f} events/s offered, "
-                f"batch median {step.batch_median_s:.2f} s, "
+                f"batch median {step.batch_median_s:.2f} s, cores used: JVM "
+                f"{step.cores['jvm']:.2f}, Python workers {step.cores['python']:.2f}, "
                 + (
                     f"drained {step.drain_s:.1f} s after the last second was published"
                     if step.drain_s is not None
@@ -571,6 +620,11 @@ def main() -> None:
         help=f"start the JVM with {NMT_OPTION} and record its committed memory by category at "
         "the end (a few per cent slower)",
     )
+    parser.add_argument(
+        "--java-options",
+        default="",
+        help="more options for the benchmark's JVM, given as --java-options=-Xlog:gc:file=gc.log",
+    )
     args = parser.parse_args()
     speeds = [float(s) for s in args.speeds.split(",")]
     compare = [int(p) for p in args.compare_partitions.split(",") if p]
@@ -601,8 +655,11 @@ def main() -> None:
             "spark.driver.memory": args.driver_memory,
             "spark.sql.streaming.numRecentProgressUpdates": "2000",
         }
-        if args.native_memory:
-            conf["spark.driver.extraJavaOptions"] = NMT_OPTION
+        options = [NMT_OPTION] if args.native_memory else []
+        if args.java_options:
+            options.append(args.java_options)
+        if options:
+            conf["spark.driver.extraJavaOptions"] = " ".join(options)
         spark = spark_session("local[2]", "routewatch-bench", conf)
         spark.sparkContext.setLogLevel("ERROR")
         if args.one_job:
@@ -652,7 +709,10 @@ def main() -> None:
 
 def _print_steps(steps: list[Step]) -> None:
     print_table(
-        ["speed", "events/s offered", "MB/s", "batch median s", "drained after s", "behind s"],
+        [
+            *("speed", "events/s offered", "MB/s", "batch median s", "drained after s"),
+            *("behind s", "cores: JVM", "Python workers"),
+        ],
         [
             [
                 f"{s.speed:g}x",
@@ -661,6 +721,8 @@ def _print_steps(steps: list[Step]) -> None:
                 s.batch_median_s,
                 "-" if s.drain_s is None else s.drain_s,
                 s.backlog_s,
+                s.cores.get("jvm", "-"),
+                s.cores.get("python", "-"),
             ]
             for s in steps
         ],

@@ -215,14 +215,53 @@ def _ipc(batch: pa.RecordBatch) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-def pack_batches(batches: Iterator[pa.RecordBatch], keys: list[int]) -> Iterator[pa.RecordBatch]:
-    """Batches of events (:data:`EVENTS_SCHEMA`) -> one row per state bucket each: the events
-    of the bucket's clusters (:func:`streaming.engine.clock.bucket_of`; bad input naming none:
-    bucket 0) and every block summary, as Arrow IPC, under ``keys[bucket]``."""
+# The largest packed row, in bytes of events (an event larger than this is a row of its own).
+# Every packed row is one byte array in Spark's JVM, copied as it goes (from Arrow into a row,
+# through the shuffle, into the stateful operator's Arrow batches); G1 allocates an array of
+# half a heap region or more (512 KB with 1 MB regions, a heap under 2 GiB) as "humongous",
+# outside its young generation, and each such allocation can start a concurrent collection
+# cycle: with a row per bucket and input batch (megabytes each) the JVM ran one every 1-2 s
+# (docs/performance-notes.md).
+CHUNK_BYTES = 256 * 1024
+
+
+def _by_size(indices: list[int], sizes: list[int], limit: int) -> Iterator[list[int]]:
+    """``indices`` in order, in runs whose ``sizes`` add up to at most ``limit`` (a run of one
+    when a single size is larger)."""
+    run: list[int] = []
+    total = 0
+    for i in indices:
+        if run and total + sizes[i] > limit:
+            yield run
+            run, total = [], 0
+        run.append(i)
+        total += sizes[i]
+    if run:
+        yield run
+
+
+def _sizes(batch: pa.RecordBatch) -> list[int]:
+    """Each row's bytes of text: its raw line and its held form."""
+
+    def length(name: str) -> pa.Array:
+        return pc.fill_null(pc.binary_length(batch.column(name)), 0)
+
+    return pc.add(length("value"), length("held")).to_pylist()  # type: ignore[no-any-return]
+
+
+def pack_batches(
+    batches: Iterator[pa.RecordBatch], keys: list[int], chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[pa.RecordBatch]:
+    """Batches of events (:data:`EVENTS_SCHEMA`) -> rows per state bucket: the events of the
+    bucket's clusters (:func:`streaming.engine.clock.bucket_of`; bad input naming none:
+    bucket 0) and every block summary, as Arrow IPC under ``keys[bucket]``, each row about
+    ``chunk_bytes`` of events at most (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a
+    bucket's rows back in arrival order)."""
     n = len(keys)
     for batch in batches:
         if not batch.num_rows:
             continue
+        sizes = _sizes(batch)
         clusters = batch.column("cluster").to_pylist()
         summary = pc.is_null(batch.column("value")).to_pylist()
         rows: list[list[int]] = [[] for _ in range(n)]
@@ -238,9 +277,9 @@ def pack_batches(batches: Iterator[pa.RecordBatch], keys: list[int]) -> Iterator
             rows[b].append(i)
         out_keys, blobs = [], []
         for bucket, indices in enumerate(rows):
-            if indices:
+            for run in _by_size(indices, sizes, chunk_bytes):
                 out_keys.append(keys[bucket])
-                blobs.append(_ipc(batch.take(pa.array(indices, pa.int32()))))
+                blobs.append(_ipc(batch.take(pa.array(run, pa.int32()))))
         yield pa.RecordBatch.from_arrays(
             [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary())],
             schema=_CHUNKS_ARROW_SCHEMA,

@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.stages.read import (
+    pack_batches,
     pack_events,
     read_events,
     read_packed,
@@ -160,3 +161,36 @@ def test_the_job_validates_and_packs_in_one_pass_what_the_two_stages_pack(
     assert sorted(events(fused)) == [0, 3]  # (C and D fall in different buckets of two)
     plan = fused._jdf.queryExecution().executedPlan().toString()
     assert plan.count("MapInArrow") == 1, plan
+
+
+def test_a_bucket_s_events_are_packed_in_rows_of_at_most_the_chunk_size_in_arrival_order() -> None:
+    other = GOOD.replace('"cluster":"C"', '"cluster":"D"')  # (C and D: buckets 0 and 1 of 2)
+    values = [
+        (GOOD if i % 3 else other).replace('"ts":1000', f'"ts":{1000 + i}') for i in range(30)
+    ]
+    values[7] = values[7].replace('"group":"g"', '"group":"' + "g" * 2000 + '"')  # a large one
+    schema = pa.schema([("value", pa.string()), ("origin", pa.string())])
+    lines = pa.RecordBatch.from_pydict(
+        {"value": values, "origin": ["f1"] * 15 + ["f2"] * 15}, schema=schema
+    )
+    validated = list(validate_batches(iter([lines])))
+    limit = 4 * len(GOOD)
+
+    def packed(chunk_bytes: int) -> dict[int, list[bytes]]:
+        out: dict[int, list[bytes]] = {}
+        for batch in pack_batches(iter(validated), [0, 1], chunk_bytes):
+            for key, blob in zip(*batch.to_pydict().values(), strict=True):
+                out.setdefault(key, []).append(blob)
+        return out
+
+    whole, split = packed(10**9), packed(limit)
+
+    assert {key: len(blobs) for key, blobs in whole.items()} == {0: 1, 1: 1}
+    for key, blobs in split.items():
+        assert len(blobs) > 2
+        for blob in blobs:
+            rows = unpack_chunks([blob]).select(["value", "held"]).to_pylist()
+            text = sum(len(r["value"] or "") + len(r["held"] or "") for r in rows)
+            assert text <= limit or len(rows) == 1
+        # every event and block summary once, back in arrival order
+        assert unpack_chunks(blobs).to_pylist() == unpack_chunks(whole[key]).to_pylist()
