@@ -160,25 +160,34 @@ class SecondFiles:
         return copy
 
 
-def spark_jvms() -> Iterator[tuple[int, str]]:
-    """``(pid, /proc status)`` of each Spark JVM on this machine (this process's, as the
-    benchmarks run nothing else)."""
+def spark_processes() -> Iterator[tuple[str, int, Path]]:
+    """``(group, pid, /proc/<pid>)`` of the Spark JVM (``jvm``) and its Python workers (every
+    ``pyspark.daemon`` process, the read stage's and the stateful stage's: ``python``) on this
+    machine (this process's, as the benchmarks run nothing else)."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
+        proc = Path("/proc", pid)
         try:
-            status = Path(f"/proc/{pid}/status").read_text()
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            cmdline = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"java" in cmdline.split(b"\0")[0] and b"spark" in cmdline:
-            yield int(pid), status
+        if b"pyspark.daemon" in cmdline:
+            yield "python", int(pid), proc
+        elif b"java" in cmdline.split(b"\0")[0] and b"spark" in cmdline:
+            yield "jvm", int(pid), proc
 
 
 def jvm_rss_gib() -> float:
     """Peak resident memory (VmHWM) of this process's Spark JVM."""
     peak = 0
-    for _, status in spark_jvms():
+    for group, _, proc in spark_processes():
+        if group != "jvm":
+            continue
+        try:
+            status = (proc / "status").read_text()
+        except OSError:
+            continue
         for line in status.splitlines():
             if line.startswith("VmHWM:"):
                 peak = max(peak, int(line.split()[1]))
@@ -189,22 +198,13 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds() -> dict[str, float]:
-    """CPU seconds (user + system) used so far by the Spark JVM and by its Python workers
-    (every ``pyspark.daemon`` process: the read stage's and the stateful stage's), by pid."""
+    """CPU seconds (user + system) used so far by each of :func:`spark_processes`, keyed
+    ``group:pid``."""
     out: dict[str, float] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    for group, pid, proc in spark_processes():
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            stat = Path(f"/proc/{pid}/stat").read_text()
+            stat = (proc / "stat").read_text()
         except OSError:
-            continue
-        if b"pyspark.daemon" in cmdline:
-            group = "python"
-        elif b"java" in cmdline.split(b"\0")[0] and b"spark" in cmdline:
-            group = "jvm"
-        else:
             continue
         fields = stat.rsplit(")", 1)[1].split()  # (after the command, which may hold spaces)
         out[f"{group}:{pid}"] = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
@@ -229,7 +229,7 @@ def native_memory_mib() -> dict[str, float]:
     ``jcmd <pid> VM.native_memory summary``; the JVM must run with :data:`NMT_OPTION`), in MiB;
     empty if it cannot be read. Native memory the JVM does not allocate itself (RocksDB's, in
     "Other" only when allocated through the JVM) and malloc's arenas are not in it."""
-    for pid, _ in spark_jvms():
+    for pid in (pid for group, pid, _ in spark_processes() if group == "jvm"):
         out = subprocess.run(
             ["jcmd", str(pid), "VM.native_memory", "summary"],
             capture_output=True,

@@ -218,7 +218,7 @@ def _ipc(batch: pa.RecordBatch) -> bytes:
 # The largest packed row, in bytes of events (an event larger than this is a row of its own).
 # Every packed row is one byte array in Spark's JVM, copied as it goes (from Arrow into a row,
 # through the shuffle, into the stateful operator's Arrow batches); G1 allocates an array of
-# half a heap region or more (512 KB with 1 MB regions, a heap under 2 GiB) as "humongous",
+# half a heap region or more (512 KB with 1 MB regions, a heap under 4 GiB) as "humongous",
 # outside its young generation, and each such allocation can start a concurrent collection
 # cycle: with a row per bucket and input batch (megabytes each) the JVM ran one every 1-2 s
 # (docs/performance-notes.md).
