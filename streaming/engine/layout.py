@@ -4,7 +4,8 @@ and how each part is read and written: plain Python, the same for every backend.
 The stream's own entries: ``clock`` (the stream time, and each known cluster's next threshold),
 ``intake`` (the newest ``ts`` received, the arrival count, where the held events and seen ids
 are), ``held/<second>`` (the events held by the lateness bound whose ``ts`` falls in that
-second, packed: :mod:`streaming.engine.held_rows`) and ``seen/<second>`` (the event ids seen,
+second, packed: :mod:`streaming.engine.held_rows`; a busy second's later parts in
+``held/<second>/<part>``, their number in ``intake``) and ``seen/<second>`` (the event ids seen,
 for the duplicate check). Each cluster's entries are named by the JSON pair ``[cluster, part]``:
 ``meta`` (the engine's small state, :class:`~streaming.engine.state.Meta`), ``table/<reg>``
 (one registration's topic table), ``route/<b>`` and ``topic/<b>`` (the routes and the rule state
@@ -23,7 +24,7 @@ import orjson
 
 from streaming.engine.cluster import ClusterEngine
 from streaming.engine.entries import Entries
-from streaming.engine.held_rows import pack, unpack
+from streaming.engine.held_rows import pack_parts, unpack
 from streaming.engine.intake import Held, Intake
 from streaming.engine.state import (
     Config,
@@ -48,6 +49,7 @@ BUCKETS = 256
 CLOCK = "clock"
 INTAKE = "intake"
 HELD = "held/{}"
+HELD_PART = "held/{}/{}"  # a second's parts after the first
 SEEN = "seen/{}"
 # ... and each cluster's, named by (cluster, part) (_cluster_entry)
 META = "meta"
@@ -59,6 +61,10 @@ TOPIC = "topic/{}"
 def _cluster_entry(cluster: str, part: str) -> str:
     """The name of one entry of a cluster's state (a JSON pair: no two clusters' meet)."""
     return key_json((cluster, part))
+
+
+def _held_name(second: int, part: int) -> str:
+    return HELD.format(second) if part == 0 else HELD_PART.format(second, part)
 
 
 def _bucket(topic: str) -> int:
@@ -119,6 +125,7 @@ class StateLayout:
         self.dedupe_horizon_ms = dedupe_horizon_ms
         self._buckets: dict[str, tuple[_Buckets, _Buckets]] = {}
         self._held_stored: set[int] = set()
+        self._held_parts: dict[int, int] = {}  # per stored second of more than one part: parts
         self._seen_keys: set[int] = set()
 
     # -- the stream's clock ---------------------------------------------------------------------
@@ -142,6 +149,7 @@ class StateLayout:
         self._seen_keys = set(stored.get("seen_keys", []))
         counts = {int(second): int(n) for second, n in stored.get("held_counts", [])}
         self._held_stored = set(counts)
+        self._held_parts = {int(second): int(n) for second, n in stored.get("held_parts", [])}
         intake.keep_stored(counts, self._held_second)
         for second in sorted({ts // 1000 for _, ts, _, _ in arrivals} & self._seen_keys):
             ids = self.entries.get(SEEN.format(second))
@@ -159,22 +167,32 @@ class StateLayout:
             for second in sorted(b for b in seen_keys if b < oldest):
                 self.entries.remove(SEEN.format(second))
                 seen_keys.discard(second)
+        parts_of = self._held_parts
         for second, rows in sorted(intake.changed_held().items()):
-            if rows:
-                self.entries.put(HELD.format(second), pack(rows))
-            elif second in self._held_stored:
-                self.entries.remove(HELD.format(second))
+            before = parts_of.pop(second, 1) if second in self._held_stored else 0
+            parts = pack_parts(rows)
+            for i, part in enumerate(parts):
+                self.entries.put(_held_name(second, i), part)
+            for i in range(len(parts), before):
+                self.entries.remove(_held_name(second, i))
+            if len(parts) > 1:
+                parts_of[second] = len(parts)
         stored = {
             "max_received": intake.max_received,
             "arrivals": intake.arrivals,  # held events keep their arrival order across batches
             "seen_keys": sorted(seen_keys),
             "held_counts": sorted(intake.held_counts.items()),
+            "held_parts": sorted(parts_of.items()),
         }
         self.entries.put(INTAKE, orjson.dumps(stored))
 
     def _held_second(self, second: int) -> list[Held]:
-        data = self.entries.get(HELD.format(second))
-        return unpack(data) if data else []
+        held: list[Held] = []
+        for i in range(self._held_parts.get(second, 1)):
+            data = self.entries.get(_held_name(second, i))
+            if data:
+                held += unpack(data)
+        return held
 
     # -- each cluster's engine ------------------------------------------------------------------
 

@@ -42,6 +42,14 @@ BASE_CONF: Mapping[str, str] = {
     # Commit a small changelog per batch instead of uploading a state snapshot every time.
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Spark broadcasts every stage's task binary, and writes each broadcast into buffers of
+    # this size allocated whole, however small it is (Spark's default: 4 MB). An array of half
+    # a G1 region or more (512 KB below a 4 GiB heap) is humongous: allocated outside the young
+    # generation, each can start a concurrent collection. The job's few stages per micro-batch
+    # allocated about 15 MB/s of them at four times real time, a third of all its humongous
+    # bytes (docs/performance-notes.md). A task binary is a few kilobytes; broadcasts larger
+    # than a block are split into more blocks.
+    "spark.broadcast.blockSize": "256k",
     # Checkpoint files on a local disk without Hadoop's .crc side files. Hadoop's checksummed
     # local file system writes each checkpoint file twice (the file and its .crc), and without
     # Hadoop's native library it sets each one's permissions by running chmod in a child
