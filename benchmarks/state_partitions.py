@@ -1,32 +1,36 @@
-"""The job's throughput at capacity with its state over one task and over several, in one run:
-how much the state buckets (issue 38) gain, and how the job grows with cores.
+"""The job's throughput at capacity with its state over one task and over several: how much the
+state buckets (issue 38) gain, how the job grows with cores, and what one big cluster costs.
 
-    .venv/bin/python -m benchmarks.state_partitions [--clusters 10] [--warm 32] [--steady 30]
-        [--batch 10] [--partitions 1,2] [--one-core] [--big]
+    .venv/bin/python -m benchmarks.state_partitions [--clusters 10] [--warm 32] [--steady 60]
+        [--batch 10] [--partitions 1,2] [--one-core] [--big] [--repeat 1]
 
 The reference fleet (``emitter.fleet``) is written as one spool file per second of traffic and
-published whole. Then, in one Spark session (``local[2]``), each over the same files with a
-checkpoint and a store of its own, ``--batch`` seconds of traffic per micro-batch (as the job
-takes in a backlog):
+published whole (with ``--big``, also **one big cluster** of the same topic-broker pairs: 1
+cluster x 10 x ``--clusters`` brokers x 10,000 topics, the same producers and sends). Then,
+each over the same files with a checkpoint and a store of its own, ``--batch`` seconds of
+traffic per micro-batch (as the job takes in a backlog):
 
-1. the bare read (text source + stage 1 into the no-op sink): once unmeasured to warm the JIT,
-   then measured — the denominator of the capacity ratio, as in ``benchmarks.fleet_realtime``;
+1. the bare read (text source + stage 1 into the no-op sink), in this process's Spark session
+   (``local[2]``): once unmeasured to warm the JIT, then measured — the denominator of the
+   capacity ratio, as in ``benchmarks.fleet_realtime``;
 2. the job (``start_stream``: route tables, alerts, the SQLite store) with each number of state
    partitions of ``--partitions`` (``ROUTEWATCH_STATE_PARTITIONS``; 1 is the whole stream in
-   one task, the design before the buckets), after one unmeasured run of the job with the
-   largest number (``--no-warm-up`` skips it): the JIT goes on compiling the job's own paths
-   (the shuffle, the state store, the stateful operator's Python runner) well after the bare
-   read's warm-up, so without it the first job measured runs slowest — on 2026-12-01 the same
-   job ran 16 % faster as the third job query of its JVM than as the first.
+   one task, the design before the buckets), over the fleet and then over the big cluster,
+   **each run in a process and a JVM of its own** (``local[2]``), as ``routewatch stream`` runs
+   one job per JVM. Run one after the other in one JVM, the same job's batches moved by up to
+   1.9x with what the queries before it had left (2026-12-03: the big cluster 3.16 s per batch
+   as the JVM's first job and 5.25 s as its third, the fleet 6.13 s as its second and 3.31 s
+   as its fourth), which is what made ``big_cluster_ratio`` swing between runs.
+   ``--repeat`` runs every job that many times, in rounds, and takes each one's median.
 
-With ``--one-core``, the job with the largest number of partitions runs once more in a child
-process pinned to one core (``taskset -c 0``, ``local[1]``): the scaling from one core to two.
-With ``--big``, the job runs again at each number of partitions over **one big cluster** of the
-same topic-broker pairs (1 cluster x 10 x ``--clusters`` brokers x 10,000 topics, the same
-producers and sends), staged the same way: ``big_cluster_ratio`` is its processing time per
-second of traffic over the fleet's, at the largest number of partitions.
-Rates are over the batches after the first ``--warm`` seconds (every broker's first
-registration). Records the section ``state_partitions`` of ``benchmarks/results/latest.json``.
+With ``--one-core``, the job with the largest number of partitions runs once more over the
+fleet pinned to one core (``taskset -c 0``, ``local[1]``): the scaling from one core to two
+(``core_scaling``), and the share of a batch that stays serial as that scaling implies it
+(``serial_share`` = 2 / ``core_scaling`` - 1, Karp and Flatt's serial fraction on two cores).
+``big_cluster_ratio`` is the big cluster's processing time per second of traffic over the
+fleet's, at the largest number of partitions. Rates are over the batches after the first
+``--warm`` seconds (every broker's first registration). Records the section
+``state_partitions`` of ``benchmarks/results/latest.json``.
 """
 
 from __future__ import annotations
@@ -39,15 +43,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
-
-from benchmarks.fleet_realtime import (
-    Rate,
-    SecondFiles,
-    bare_rate,
-    full_rate,
-    jvm_rss_gib,
-)
+from benchmarks.fleet_realtime import Rate, SecondFiles, bare_rate, full_rate, jvm_rss_gib
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.cli import plain_text
@@ -58,70 +54,130 @@ from streaming.spark.session import spark_session
 CHILD_MARK = "state-partitions-result: "
 
 
-def _job_rate(
-    spark: SparkSession, settings: StreamingSettings, base: Path, partitions: int, first: int
-) -> Rate:
-    job = settings.model_copy(
-        update={
-            "state_partitions": partitions,
-            "store_url": f"sqlite:///{base / f'p{partitions}.db'}",
-        }
-    )
-    return full_rate(spark, job, first, base / f"p{partitions}-checkpoint")
+def _settings(data_dir: Path, batch_s: int) -> StreamingSettings:
+    return load(StreamingSettings, data_dir=data_dir, max_files_per_trigger=batch_s)
 
 
-def _staged(spec: FleetSpec, base: Path, batch_s: int) -> tuple[StreamingSettings, float]:
-    """A fleet written into a spool under ``base``, every second published; the settings of a
-    job over it, and its events per second of traffic."""
-    settings = load(StreamingSettings, data_dir=base, max_files_per_trigger=batch_s)
-    files = SecondFiles(settings.spool_dir, spec.start_ms)
+def _staged(spec: FleetSpec, data_dir: Path, batch_s: int) -> float:
+    """A fleet written into the spool of ``data_dir``, every second published; its events per
+    second of traffic."""
+    files = SecondFiles(_settings(data_dir, batch_s).spool_dir, spec.start_ms)
     generate_fleet(spec, files.write)
     files.close()
     for second in range(spec.duration):
         files.publish(second)
-    return settings, sum(files.events.values()) / spec.duration
+    return sum(files.events.values()) / spec.duration
 
 
-def measure(args: argparse.Namespace, master: str, partitions: list[int]) -> dict[str, Any]:
-    """Stage the fleet and measure the bare read and the job at each number of partitions (and
-    over one big cluster)."""
-    b = args.batch
-    first = -(-args.warm // b)
-    seconds = (first + -(-args.steady // b)) * b
-    spec = FleetSpec(clusters=args.clusters, duration=seconds)
-    out: dict[str, Any] = {"master": master}
-    with tempfile.TemporaryDirectory(prefix="routewatch-partitions-") as tmp:
-        base = Path(tmp)
-        settings, out["events_per_s_of_traffic"] = _staged(spec, base, b)
-        spark = spark_session(master, "routewatch-bench", {"spark.driver.memory": "1g"})
+def _batches(args: argparse.Namespace) -> tuple[int, int]:
+    """The first measured batch, and the seconds of traffic to stage."""
+    first = -(-args.warm // args.batch)
+    return first, (first + -(-args.steady // args.batch)) * args.batch
+
+
+def job_run(args: argparse.Namespace) -> dict[str, Any]:
+    """(In a child process.) The job over ``--data-dir`` with ``--partitions`` state
+    partitions, in a Spark session of its own."""
+    first, _ = _batches(args)
+    data_dir = Path(args.data_dir)
+    with tempfile.TemporaryDirectory(prefix="routewatch-job-", dir=data_dir.parent) as tmp:
+        job = _settings(data_dir, args.batch).model_copy(
+            update={
+                "state_partitions": int(args.partitions),
+                "store_url": f"sqlite:///{Path(tmp) / 'store.db'}",
+            }
+        )
+        spark = spark_session(args.master, "routewatch-bench", {"spark.driver.memory": "1g"})
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            if not args.child:
-                bare_rate(spark, settings.spool_dir, base / "cold-bare", first, b)  # (JIT)
-                bare = bare_rate(spark, settings.spool_dir, base / "bare", first, b)
-                out["bare_events_per_s"] = bare.per_s
-                print(f"bare read: {bare.per_s:,.0f} events/s", flush=True)
-            if args.warm_up:
-                (base / "warm-up").mkdir()
-                _job_rate(spark, settings, base / "warm-up", max(partitions), first)  # (JIT)
-            for n in partitions:
-                rate = _job_rate(spark, settings, base, n, first)
-                out[f"job_p{n}_events_per_s"] = rate.per_s
-                out[f"job_p{n}_batch_median_s"] = median(rate.durations)
-                out[f"job_p{n}_parts_ms"] = rate.parts
-                print(f"job, {n} state partitions: {rate.per_s:,.0f} events/s", flush=True)
-            if args.big and not args.child:
-                big = FleetSpec(clusters=1, brokers=spec.brokers * spec.clusters, duration=seconds)
-                big_settings, out["big_events_per_s_of_traffic"] = _staged(big, base / "big", b)
-                for n in partitions:
-                    rate = _job_rate(spark, big_settings, base / "big", n, first)
-                    out[f"big_p{n}_events_per_s"] = rate.per_s
-                    out[f"big_p{n}_batch_median_s"] = median(rate.durations)
-                    out[f"big_p{n}_parts_ms"] = rate.parts
-                    print(f"one big cluster, {n} state partitions: {rate.per_s:,.0f} events/s")
+            rate: Rate = full_rate(spark, job, first, Path(tmp) / "checkpoint")
         finally:
-            out["jvm_rss_gib"] = jvm_rss_gib()
+            rss = jvm_rss_gib()
             spark.stop()
+    return {
+        "events_per_s": rate.per_s,
+        "batch_median_s": median(rate.durations),
+        "parts_ms": rate.parts,
+        "jvm_rss_gib": rss,
+    }
+
+
+def _child(args: argparse.Namespace, data_dir: Path, partitions: int, one_core: bool) -> Any:
+    command = [
+        sys.executable, "-m", "benchmarks.state_partitions", "--child",
+        "--data-dir", str(data_dir), "--partitions", str(partitions),
+        "--master", "local[1]" if one_core else "local[2]",
+        "--warm", str(args.warm), "--steady", str(args.steady), "--batch", str(args.batch),
+    ]  # fmt: skip
+    if one_core:
+        command = ["taskset", "-c", "0", *command]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith(CHILD_MARK)]
+    return json.loads(line[len(CHILD_MARK) :])
+
+
+def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
+    """Stage the fleet (and the big cluster), measure the bare read here and every job in a
+    process of its own."""
+    first, seconds = _batches(args)
+    spec = FleetSpec(clusters=args.clusters, duration=seconds)
+    out: dict[str, Any] = {"master": "local[2]", "jobs_in_own_jvm": True, "repeat": args.repeat}
+    inputs = {"job": spec}
+    if args.big:
+        inputs["big"] = FleetSpec(
+            clusters=1, brokers=spec.brokers * spec.clusters, duration=seconds
+        )
+    with tempfile.TemporaryDirectory(prefix="routewatch-partitions-") as tmp:
+        base = Path(tmp)
+        for name, staged in inputs.items():
+            traffic = _staged(staged, base / name, args.batch)
+            out["events_per_s_of_traffic" if name == "job" else "big_events_per_s_of_traffic"] = (
+                traffic
+            )
+        spark = spark_session("local[2]", "routewatch-bench", {"spark.driver.memory": "1g"})
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            spool = _settings(base / "job", args.batch).spool_dir
+            bare_rate(spark, spool, base / "cold-bare", first, args.batch)  # (JIT)
+            bare = bare_rate(spark, spool, base / "bare", first, args.batch)
+        finally:
+            spark.stop()
+        out["bare_events_per_s"] = bare.per_s
+        print(f"bare read: {bare.per_s:,.0f} events/s", flush=True)
+        runs: dict[str, list[dict[str, Any]]] = {}
+        for _ in range(args.repeat):
+            for name in inputs:
+                for n in partitions:
+                    run = _child(args, base / name, n, one_core=False)
+                    runs.setdefault(f"{name}_p{n}", []).append(run)
+                    label = "job" if name == "job" else "one big cluster"
+                    print(f"{label}, {n} state partitions: {run['events_per_s']:,.0f} events/s "
+                          f"(batch median {run['batch_median_s']:.2f} s)", flush=True)  # fmt: skip
+            if args.one_core:
+                run = _child(args, base / "job", max(partitions), one_core=True)
+                runs.setdefault("one_core", []).append(run)
+                print(f"job on one core: {run['events_per_s']:,.0f} events/s", flush=True)
+    for key, got in runs.items():
+        rates = [r["events_per_s"] for r in got]
+        typical = min(got, key=lambda r: abs(r["events_per_s"] - median(rates)))
+        summary = {
+            f"{key}_events_per_s": median(rates),
+            f"{key}_events_per_s_runs": rates,
+            f"{key}_batch_median_s": median([r["batch_median_s"] for r in got]),
+            f"{key}_parts_ms": typical["parts_ms"],
+            f"{key}_jvm_rss_gib": max(r["jvm_rss_gib"] for r in got),
+        }
+        if key == "one_core":
+            top = max(partitions)
+            out["one_core"] = {
+                "master": "local[1]",
+                f"job_p{top}_events_per_s": median(rates),
+                "events_per_s_runs": rates,
+                "parts_ms": typical["parts_ms"],
+            }
+        else:
+            out.update(summary)
+    out["jvm_rss_gib"] = max(r["jvm_rss_gib"] for got in runs.values() for r in got)
     return out
 
 
@@ -129,36 +185,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=plain_text(__doc__, 1))
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--warm", type=int, default=32)
-    parser.add_argument("--steady", type=int, default=30)
+    parser.add_argument("--steady", type=int, default=60)
     parser.add_argument("--batch", type=int, default=10, help="seconds of traffic per batch")
     parser.add_argument("--partitions", default="1,2")
     parser.add_argument("--one-core", action="store_true", help="also local[1] on one core")
     parser.add_argument("--big", action="store_true", help="also one big cluster")
-    parser.add_argument(
-        "--no-warm-up", dest="warm_up", action="store_false", help="no unmeasured job first"
-    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each job (median)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    partitions = [int(p) for p in args.partitions.split(",")]
     if args.child:
-        result = measure(args, "local[1]", partitions)
-        print(CHILD_MARK + json.dumps(result), flush=True)
+        print(CHILD_MARK + json.dumps(job_run(args)), flush=True)
         return
-    result = measure(args, "local[2]", partitions)
-    top = max(partitions)
-    if args.one_core:
-        child = subprocess.run(
-            [
-                "taskset", "-c", "0", sys.executable, "-m", "benchmarks.state_partitions",
-                "--child", "--partitions", str(top), "--clusters", str(args.clusters),
-                "--warm", str(args.warm), "--steady", str(args.steady),
-                "--batch", str(args.batch), *([] if args.warm_up else ["--no-warm-up"]),
-            ],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        (line,) = [x for x in child.stdout.splitlines() if x.startswith(CHILD_MARK)]
-        result["one_core"] = json.loads(line[len(CHILD_MARK) :])
-    report(result, partitions)
+    partitions = [int(p) for p in args.partitions.split(",")]
+    report(measure(args, partitions), partitions)
 
 
 def report(result: dict[str, Any], partitions: list[int]) -> None:
@@ -192,6 +233,9 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
     if one:
         one_rate = one[f"job_p{top}_events_per_s"]
         figures["core_scaling"] = result[f"job_p{top}_events_per_s"] / one_rate
+        # the share of a batch that does not spread over the second core, as the speed-up
+        # from one core to two implies it (Karp and Flatt's serial fraction, p = 2)
+        figures["serial_share"] = 2 / figures["core_scaling"] - 1
     print()
     for name, value in figures.items():
         print(f"{name}: {value:.2f}")
