@@ -40,6 +40,8 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "engine_step": (),  # the engine alone, without Spark (issue 38's baseline)
     # the job over one task and several, on one core, and over one big cluster (issue 38)
     "state_partitions": ("--one-core", "--big"),
+    # where a batch's time and cores go, by stage, with 1 and 2 partitions (issue 38)
+    "stage_profile": (),
 }
 
 
