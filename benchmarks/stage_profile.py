@@ -25,8 +25,6 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,7 +34,7 @@ from typing import Any
 
 from benchmarks.fleet_realtime import full_rate, spark_processes
 from benchmarks.results import median, print_table, record
-from benchmarks.state_partitions import _settings, _staged
+from benchmarks.state_partitions import _staged, child_result, job_settings
 from emitter.fleet import FleetSpec
 from routewatch.cli import plain_text
 from streaming.spark.session import spark_session
@@ -100,12 +98,10 @@ def _instant(text: str) -> float:
 def profile_job(data_dir: Path, partitions: int) -> dict[str, Any]:
     """(In a child process.) The job over ``data_dir``; its last six batches' two stages."""
     with tempfile.TemporaryDirectory(prefix="routewatch-profile-", dir=data_dir.parent) as tmp:
-        job = _settings(data_dir, BATCH_S).model_copy(
-            update={"state_partitions": partitions, "store_url": f"sqlite:///{tmp}/store.db"}
-        )
-        ui = {"spark.ui.enabled": "true", "spark.ui.port": UI_PORT}
-        ui["spark.ui.bindAddress"] = "127.0.0.1"
-        spark = spark_session("local[2]", "routewatch-bench", {"spark.driver.memory": "1g", **ui})
+        job = job_settings(data_dir, BATCH_S, partitions, Path(tmp))
+        conf = {"spark.driver.memory": "1g", "spark.ui.enabled": "true"}
+        conf |= {"spark.ui.port": UI_PORT, "spark.ui.bindAddress": "127.0.0.1"}
+        spark = spark_session("local[2]", "routewatch-bench", conf)
         spark.sparkContext.setLogLevel("ERROR")
         try:
             with CpuSampler() as sampler:
@@ -189,20 +185,8 @@ def main() -> None:
         _staged(spec, data_dir, BATCH_S)
         for _ in range(args.rounds):
             for n in [int(p) for p in args.partitions.split(",")]:
-                child = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "benchmarks.stage_profile",
-                        "--child",
-                        f"{data_dir},{n}",
-                    ],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                )
-                (line,) = [x for x in child.stdout.splitlines() if x.startswith(CHILD_MARK)]
-                run = json.loads(line[len(CHILD_MARK) :])
+                argv = ["--child", f"{data_dir},{n}"]
+                run = child_result("benchmarks.stage_profile", argv, CHILD_MARK)
                 run["at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
                 run["summary"] = summary(run)
                 runs.append(run)

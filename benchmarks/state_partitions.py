@@ -58,6 +58,25 @@ def _settings(data_dir: Path, batch_s: int) -> StreamingSettings:
     return load(StreamingSettings, data_dir=data_dir, max_files_per_trigger=batch_s)
 
 
+def job_settings(
+    data_dir: Path, batch_s: int, partitions: int, store_dir: Path
+) -> StreamingSettings:
+    """The job over the spool of ``data_dir`` with ``partitions`` state partitions and its store
+    in ``store_dir``."""
+    return _settings(data_dir, batch_s).model_copy(
+        update={"state_partitions": partitions, "store_url": f"sqlite:///{store_dir / 'store.db'}"}
+    )
+
+
+def child_result(module: str, argv: list[str], mark: str, prefix: tuple[str, ...] = ()) -> Any:
+    """Run ``python -m <module> <argv>`` (after ``prefix``, e.g. ``taskset``) in a process of its
+    own; the JSON it printed after ``mark``."""
+    command = [*prefix, sys.executable, "-m", module, *argv]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith(mark)]
+    return json.loads(line[len(mark) :])
+
+
 def _staged(spec: FleetSpec, data_dir: Path, batch_s: int) -> float:
     """A fleet written into the spool of ``data_dir``, every second published; its events per
     second of traffic."""
@@ -81,12 +100,7 @@ def job_run(args: argparse.Namespace) -> dict[str, Any]:
     first, _ = _batches(args)
     data_dir = Path(args.data_dir)
     with tempfile.TemporaryDirectory(prefix="routewatch-job-", dir=data_dir.parent) as tmp:
-        job = _settings(data_dir, args.batch).model_copy(
-            update={
-                "state_partitions": int(args.partitions),
-                "store_url": f"sqlite:///{Path(tmp) / 'store.db'}",
-            }
-        )
+        job = job_settings(data_dir, args.batch, int(args.partitions), Path(tmp))
         spark = spark_session(args.master, "routewatch-bench", {"spark.driver.memory": "1g"})
         spark.sparkContext.setLogLevel("ERROR")
         try:
@@ -103,17 +117,13 @@ def job_run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _child(args: argparse.Namespace, data_dir: Path, partitions: int, one_core: bool) -> Any:
-    command = [
-        sys.executable, "-m", "benchmarks.state_partitions", "--child",
-        "--data-dir", str(data_dir), "--partitions", str(partitions),
+    argv = [
+        "--child", "--data-dir", str(data_dir), "--partitions", str(partitions),
         "--master", "local[1]" if one_core else "local[2]",
         "--warm", str(args.warm), "--steady", str(args.steady), "--batch", str(args.batch),
     ]  # fmt: skip
-    if one_core:
-        command = ["taskset", "-c", "0", *command]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith(CHILD_MARK)]
-    return json.loads(line[len(CHILD_MARK) :])
+    pin = ("taskset", "-c", "0") if one_core else ()
+    return child_result("benchmarks.state_partitions", argv, CHILD_MARK, pin)
 
 
 def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
@@ -160,23 +170,19 @@ def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
     for key, got in runs.items():
         rates = [r["events_per_s"] for r in got]
         typical = min(got, key=lambda r: abs(r["events_per_s"] - median(rates)))
-        summary = {
-            f"{key}_events_per_s": median(rates),
-            f"{key}_events_per_s_runs": rates,
-            f"{key}_batch_median_s": median([r["batch_median_s"] for r in got]),
-            f"{key}_parts_ms": typical["parts_ms"],
-            f"{key}_jvm_rss_gib": max(r["jvm_rss_gib"] for r in got),
-        }
         if key == "one_core":
-            top = max(partitions)
             out["one_core"] = {
                 "master": "local[1]",
-                f"job_p{top}_events_per_s": median(rates),
+                f"job_p{max(partitions)}_events_per_s": median(rates),
                 "events_per_s_runs": rates,
                 "parts_ms": typical["parts_ms"],
             }
-        else:
-            out.update(summary)
+            continue
+        out[f"{key}_events_per_s"] = median(rates)
+        out[f"{key}_events_per_s_runs"] = rates
+        out[f"{key}_batch_median_s"] = median([r["batch_median_s"] for r in got])
+        out[f"{key}_parts_ms"] = typical["parts_ms"]
+        out[f"{key}_jvm_rss_gib"] = max(r["jvm_rss_gib"] for r in got)
     out["jvm_rss_gib"] = max(r["jvm_rss_gib"] for got in runs.values() for r in got)
     return out
 
