@@ -194,3 +194,18 @@ def test_a_bucket_s_events_are_packed_in_rows_of_at_most_the_chunk_size_in_arriv
             assert text <= limit or len(rows) == 1
         # every event and block summary once, back in arrival order
         assert unpack_chunks(blobs).to_pylist() == unpack_chunks(whole[key]).to_pylist()
+
+
+def test_packed_rows_are_compressed() -> None:
+    # a registration-like run of events: what most of the stream's bytes are
+    values = [GOOD.replace('"ts":1000', f'"ts":{1000 + i}') for i in range(200)]
+    schema = pa.schema([("value", pa.string()), ("origin", pa.string())])
+    lines = pa.RecordBatch.from_pydict({"value": values, "origin": ["f1"] * 200}, schema=schema)
+    validated = list(validate_batches(iter([lines])))
+    text = sum(len(v) for v in values)
+
+    (batch,) = pack_batches(iter(validated), [0], chunk_bytes=10**9)
+    (blob,) = batch.column("events").to_pylist()
+
+    assert len(blob) < text / 3  # (the events' text alone, without their other columns)
+    assert unpack_chunks([blob]).column("value").to_pylist()[:-1] == values  # (+ the summary)
