@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
@@ -236,28 +237,36 @@ def _ipc(batch: pa.RecordBatch) -> bytes:
 CHUNK_BYTES = 256 * 1024
 
 
-def _by_size(indices: list[int], sizes: list[int], limit: int) -> Iterator[list[int]]:
+def _by_size(indices: np.ndarray, sizes: np.ndarray, limit: int) -> Iterator[np.ndarray]:
     """``indices`` in order, in runs whose ``sizes`` add up to at most ``limit`` (a run of one
-    when a single size is larger)."""
-    run: list[int] = []
-    total = 0
-    for i in indices:
-        if run and total + sizes[i] > limit:
-            yield run
-            run, total = [], 0
-        run.append(i)
-        total += sizes[i]
-    if run:
-        yield run
+    when a single size is larger): each run is as long as it can be, found by a binary search
+    in the running total rather than a step per row."""
+    total = np.cumsum(sizes[indices])
+    start, base = 0, 0
+    while start < len(indices):
+        end = max(int(np.searchsorted(total, base + limit, side="right")), start + 1)
+        yield indices[start:end]
+        base, start = int(total[end - 1]), end
 
 
-def _sizes(batch: pa.RecordBatch) -> list[int]:
+def _sizes(batch: pa.RecordBatch) -> np.ndarray:
     """Each row's bytes of text: its raw line and its held form."""
 
     def length(name: str) -> pa.Array:
         return pc.fill_null(pc.binary_length(batch.column(name)), 0)
 
-    return pc.add(length("value"), length("held")).to_pylist()  # type: ignore[no-any-return]
+    return np.asarray(pc.add(length("value"), length("held")), dtype=np.int64)
+
+
+def _buckets(batch: pa.RecordBatch, n: int) -> np.ndarray:
+    """Each row's state bucket (:func:`streaming.engine.clock.bucket_of`; a row naming no
+    cluster: bucket 0), found once per distinct cluster name of the batch."""
+    encoded = pc.dictionary_encode(batch.column("cluster"))
+    names = encoded.dictionary.to_pylist()
+    of_name = np.array([bucket_of(name, n) for name in names] + [0], dtype=np.int32)
+    # (a row naming no cluster points past the names, at the 0 appended)
+    codes = np.asarray(pc.fill_null(encoded.indices, len(names)), dtype=np.int64)
+    return of_name[codes]
 
 
 def pack_batches(
@@ -273,21 +282,11 @@ def pack_batches(
         if not batch.num_rows:
             continue
         sizes = _sizes(batch)
-        clusters = batch.column("cluster").to_pylist()
-        summary = pc.is_null(batch.column("value")).to_pylist()
-        rows: list[list[int]] = [[] for _ in range(n)]
-        bucket_by_cluster: dict[str | None, int] = {}  # (a few clusters, thousands of rows)
-        for i, (cluster, is_summary) in enumerate(zip(clusters, summary, strict=True)):
-            if is_summary:
-                for bucket_rows in rows:
-                    bucket_rows.append(i)
-                continue
-            b = bucket_by_cluster.get(cluster)
-            if b is None:
-                b = bucket_by_cluster[cluster] = bucket_of(cluster, n)
-            rows[b].append(i)
+        buckets = _buckets(batch, n)
+        summary = np.asarray(pc.is_null(batch.column("value")), dtype=bool)
         out_keys, blobs = [], []
-        for bucket, indices in enumerate(rows):
+        for bucket in range(n):
+            indices = np.flatnonzero((buckets == bucket) | summary)
             for run in _by_size(indices, sizes, chunk_bytes):
                 out_keys.append(keys[bucket])
                 blobs.append(_ipc(batch.take(pa.array(run, pa.int32()))))

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.stages.read import (
+    _by_size,
     pack_batches,
     pack_events,
     read_events,
@@ -209,3 +213,27 @@ def test_packed_rows_are_compressed() -> None:
 
     assert len(blob) < text / 3  # (the events' text alone, without their other columns)
     assert unpack_chunks([blob]).column("value").to_pylist()[:-1] == values  # (+ the summary)
+
+
+@given(
+    st.lists(st.integers(0, 50), max_size=60),
+    st.integers(1, 80),
+    st.lists(st.booleans(), min_size=60, max_size=60),
+)
+def test_a_bucket_s_rows_are_cut_as_one_greedy_pass_would_cut_them(
+    sizes: list[int], limit: int, taken: list[bool]
+) -> None:
+    indices = [i for i in range(len(sizes)) if taken[i]]
+    expected: list[list[int]] = []  # the definition: add a row while the run stays in the limit
+    total = 0
+    for i in indices:
+        if expected and expected[-1] and total + sizes[i] <= limit:
+            expected[-1].append(i)
+            total += sizes[i]
+        else:
+            expected.append([i])
+            total = sizes[i]
+
+    runs = _by_size(np.array(indices, dtype=np.int64), np.array(sizes, dtype=np.int64), limit)
+
+    assert [run.tolist() for run in runs] == expected
