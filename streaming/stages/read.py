@@ -213,9 +213,11 @@ CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
 # decompresses them without being told). The rows are mostly registrations, whose topic tables
 # repeat themselves: the reference fleet's packed bytes shrink about seven times (68 MB to
 # 10 MB for one bucket's 10 s of traffic), and the JVM copies, shuffles and hands to Python that
-# much less. Measured on the fleet at capacity (benchmarks.stage_profile): the stateful stage
-# 0.93 s -> 0.65 s a batch at 2 partitions, its JVM threads' cores halved, for about 0.1 s of
-# compressing in the read stage's Python and 0.06 s of decompressing in the stateful task's.
+# much less. Measured on the fleet at capacity (benchmarks.stage_profile, runs alternating
+# without and with it, 2 partitions): the stateful stage about a fifth shorter against the same
+# read stage, its JVM threads' cores halved, a batch about a tenth shorter — for about 0.08 s of
+# compressing in the read stage's Python and 0.06 s of decompressing in the stateful task's,
+# per 62,000 events (docs/performance-notes.md, 2026-12-05).
 _IPC_OPTIONS = ipc.IpcWriteOptions(compression="lz4")
 
 
