@@ -201,7 +201,7 @@ def test_a_bucket_s_events_are_packed_in_rows_of_at_most_the_chunk_size_in_arriv
 
 
 def test_packed_rows_are_compressed() -> None:
-    # a registration-like run of events: what most of the stream's bytes are
+    # events that repeat themselves, as registrations (most of the stream's bytes) do
     values = [GOOD.replace('"ts":1000', f'"ts":{1000 + i}') for i in range(200)]
     schema = pa.schema([("value", pa.string()), ("origin", pa.string())])
     lines = pa.RecordBatch.from_pydict({"value": values, "origin": ["f1"] * 200}, schema=schema)
@@ -227,7 +227,7 @@ def test_a_bucket_s_rows_are_cut_as_one_greedy_pass_would_cut_them(
     expected: list[list[int]] = []  # the definition: add a row while the run stays in the limit
     total = 0
     for i in indices:
-        if expected and expected[-1] and total + sizes[i] <= limit:
+        if expected and total + sizes[i] <= limit:
             expected[-1].append(i)
             total += sizes[i]
         else:
