@@ -48,6 +48,7 @@ __all__ = [
     "RouteChange",
     "TopicCreated",
     "alert_versions",
+    "combine_clocks",
     "decode",
     "encode_alert",
     "encode_bad",
@@ -150,7 +151,8 @@ class LateEvent:
 @dataclass(frozen=True, slots=True)
 class ClusterClock:
     """A cluster's clock after a batch: the stream time, the newest ``ts`` received, and how
-    many events the lateness bound holds back."""
+    many of its events the lateness bound holds back. The job writes one per state bucket that
+    holds a shard of the cluster, each with the events held there (:func:`combine_clocks`)."""
 
     stream_time: int | None
     max_received: int | None
@@ -277,6 +279,35 @@ _DECODERS: dict[str, Callable[[ChangeRow], Change]] = {
 def decode(row: ChangeRow) -> Change:
     """The change a row holds, as its kind's record (the row's cluster is not repeated)."""
     return _DECODERS[row.kind](row)
+
+
+def combine_clocks(
+    changes: Iterable[tuple[str | None, Change]],
+) -> list[tuple[str | None, Change]]:
+    """A batch's ``(cluster, change)`` pairs with each cluster's clocks made one, after the
+    other changes: the events held summed over the state buckets that wrote them, the stream
+    time and the newest ``ts`` the largest (every bucket keeps the whole stream's clock)."""
+    out: list[tuple[str | None, Change]] = []
+    clocks: dict[str | None, ClusterClock] = {}
+    for cluster, change in changes:
+        if not isinstance(change, ClusterClock):
+            out.append((cluster, change))
+            continue
+        seen = clocks.get(cluster)
+        clocks[cluster] = (
+            change
+            if seen is None
+            else ClusterClock(
+                _larger(seen.stream_time, change.stream_time),
+                _larger(seen.max_received, change.max_received),
+                seen.held + change.held,
+            )
+        )
+    return out + list(clocks.items())
+
+
+def _larger(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def alert_versions(rows: Iterable[ChangeRow]) -> list[Alert]:

@@ -9,9 +9,10 @@
 
 Route tables and alerts are one stateful stage: every rule is judged after every event on the
 route tables *as of that event*. Its state is spread over *state buckets*, one per stateful
-task (``spark.sql.shuffle.partitions``): each cluster's events and state live in one bucket, and
-every bucket receives every block's summary, so that each keeps the whole stream's clock and
-reaches the verdicts one intake would (``streaming.engine.clock``; docs/streaming.md).
+task (``spark.sql.shuffle.partitions``): each cluster's state is in as many shards by topic as
+buckets, one in each (``streaming.engine.shards``), and every bucket receives every block's
+summary, so that each keeps the whole stream's clock and reaches the verdicts one intake would
+(``streaming.engine.clock``; docs/streaming.md).
 """
 
 from __future__ import annotations
@@ -58,16 +59,13 @@ def partitions_of(spark: SparkSession) -> int:
     return int(str(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def by_bucket(events: DataFrame) -> GroupedData:
-    """Events grouped for the stateful stage: one group per state bucket, bad input with the
-    cluster it names; packed a few thousand to a row
-    (:func:`streaming.stages.read.pack_events`)."""
-    return pack_events(events, _bucket_keys(events.sparkSession)).groupBy("bucket")
-
-
-def _bucket_keys(spark: SparkSession) -> list[int]:
-    """The grouping key of each of the session's state buckets (:func:`state_keys`)."""
-    return state_keys(spark, partitions_of(spark))
+def by_bucket(events: DataFrame, keys: list[int] | None = None) -> GroupedData:
+    """Events grouped for the stateful stage: one group per state bucket (``keys``: their
+    grouping keys, found by default), bad input with the cluster it names; packed a few
+    thousand to a row (:func:`streaming.stages.read.pack_events`)."""
+    if keys is None:
+        keys = state_keys(events.sparkSession, partitions_of(events.sparkSession))
+    return pack_events(events, keys).groupBy("bucket")
 
 
 def track_clusters(
@@ -80,14 +78,15 @@ def track_clusters(
     """Events -> changes of every cluster's route tables and alerts, and bad input kept with
     its reason, in one pass (a streaming DataFrame cannot be cached, so two branches over
     ``events`` would read and validate the input twice)."""
-    return _tracked(by_bucket(events), lateness_ms, dedupe_horizon_ms, final)
+    keys = state_keys(events.sparkSession, partitions_of(events.sparkSession))
+    return _tracked(by_bucket(events, keys), keys, lateness_ms, dedupe_horizon_ms, final)
 
 
 def _tracked(
-    grouped: GroupedData, lateness_ms: int, dedupe_horizon_ms: int, final: bool
+    grouped: GroupedData, keys: list[int], lateness_ms: int, dedupe_horizon_ms: int, final: bool
 ) -> DataFrame:
     return grouped.transformWithStateInPandas(
-        statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, final),
+        statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, keys, final),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
         timeMode="None",
@@ -107,6 +106,6 @@ def changes(
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
     partitions) and are interleaved by event time (see ``streaming.stages.read``).
     """
-    keys = _bucket_keys(lines.sparkSession)
+    keys = state_keys(lines.sparkSession, partitions_of(lines.sparkSession))
     grouped = read_packed(lines, keys, by_event_time=by_event_time).groupBy("bucket")
-    return _tracked(grouped, lateness_ms, dedupe_horizon_ms, final)
+    return _tracked(grouped, keys, lateness_ms, dedupe_horizon_ms, final)

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from routewatch.changes import ChangeRow, decode
+from routewatch.changes import ChangeRow, combine_clocks, decode
 from routewatch.store.backend import Backend, open_backend
 from routewatch.store.change_writes import write_change
 from routewatch.store.schema import MIGRATIONS
@@ -88,8 +88,8 @@ class Store:
             ).fetchone()
             if seen:
                 return False
-            for row in rows:
-                write_change(db, row.cluster, decode(row), now)
+            for cluster, change in combine_clocks((row.cluster, decode(row)) for row in rows):
+                write_change(db, cluster, change, now)
             db.execute(
                 "INSERT INTO batches (job, batch_id, written_at, change_rows) VALUES (?, ?, ?, ?)",
                 (job, batch_id, now, len(rows)),

@@ -1,17 +1,17 @@
 """One clock over many state buckets: what each bucket must know of the arrivals of the others.
 
-The stream's clusters are spread over state buckets (:func:`bucket_of`), each with its own intake
-and engines, so that Spark runs them as parallel tasks. The clock stays the whole stream's: an
-event is late when it is more than the lateness bound older than the largest ``ts`` of every
-valid event received before it, in any bucket (``streaming.engine.intake``). Rather than send
+The stream's clusters are spread over state buckets (:mod:`streaming.engine.shards`), each with its
+own intake and engines, so that Spark runs them as parallel tasks. The clock stays the whole
+stream's: an event is late when it is more than the lateness bound older than the largest ``ts`` of
+every valid event received before it, in any bucket (``streaming.engine.intake``). Rather than send
 every event to one place, the read stage cuts each batch's arrivals into *blocks* — runs of
-consecutive arrivals (the lines of one file block, or of one Kafka partition's slice) — and
-hands every bucket, beside its own events, each block's summary (:class:`Block`: the arrival key
-of its last event and its largest ``ts``); and each event carries the largest ``ts`` before it
-in its own block (:func:`in_block_priors`). From those a bucket finds, for each of its events,
-the largest ``ts`` the whole stream received before it in the batch (:func:`priors`), and the
-batch's largest (:func:`batch_max`): exactly what one intake over the whole stream would have
-seen, at the cost of one small row per block and bucket.
+consecutive arrivals (the lines of one file block, or of one Kafka partition's slice) — and hands
+every bucket, beside its own events, each block's summary (:class:`Block`: the arrival key of its
+last event and its largest ``ts``); and each event carries the largest ``ts`` before it in its own
+block (:func:`in_block_priors`). From those a bucket finds, for each of its events, the largest
+``ts`` the whole stream received before it in the batch (:func:`priors`), and the batch's largest
+(:func:`batch_max`): exactly what one intake over the whole stream would have seen, at the cost of
+one small row per block and bucket.
 
 Blocks need not be contiguous in the arrival order when the order is by event time (Kafka's
 partitions interleaved by ``ts``): there every arrival before an event has a ``ts`` no larger
@@ -21,11 +21,10 @@ the whole block is before the event — a bound below the true prior, with the s
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["Block", "batch_max", "bucket_of", "in_block_priors", "priors"]
+__all__ = ["Block", "batch_max", "in_block_priors", "priors"]
 
 
 class Block(NamedTuple):
@@ -34,14 +33,6 @@ class Block(NamedTuple):
 
     end: str
     max_ts: int
-
-
-def bucket_of(cluster: str | None, buckets: int) -> int:
-    """The state bucket a cluster's events and state are kept in (bad input naming no cluster:
-    bucket 0). Stable across processes and restarts (CRC-32 of the name)."""
-    if buckets <= 1 or cluster is None:
-        return 0
-    return zlib.crc32(cluster.encode()) % buckets
 
 
 def in_block_priors(ts: Sequence[int]) -> tuple[list[int | None], int | None]:

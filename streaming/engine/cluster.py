@@ -22,10 +22,18 @@ import orjson
 from routewatch.alerts import Alert
 from routewatch.changes import RouteChange
 from routewatch.events import DeliveredStatus
-from routewatch.rocketmq import BROKER_EXPIRY_MS, PERM_INHERIT, PERM_READ, PERM_WRITE, TBW102
+from routewatch.rocketmq import (
+    BROKER_EXPIRY_MS,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    TBW102,
+    is_system_topic,
+)
 from streaming.engine.alerts import AlertBook
 from streaming.engine.observer import silent_after
 from streaming.engine.rules import CLIENT_FORGET_MS, FAILURE_QUIET_MS, Rules
+from streaming.engine.shards import HEAD_SHARD, TOPIC_EVENTS, owner_shard, shard_of
 from streaming.engine.state import (
     Config,
     Holder,
@@ -78,7 +86,8 @@ def _read_only(broker: str, table: dict[str, Config]) -> bool:
 
 
 class ClusterEngine:
-    """Applies one cluster's events in order and keeps its route tables and alerts."""
+    """Applies one cluster's events in order and keeps its route tables and alerts — or one
+    shard's of them (``shard`` of ``shards``: :mod:`streaming.engine.shards`)."""
 
     def __init__(
         self,
@@ -87,8 +96,14 @@ class ClusterEngine:
         tables: LazyMap[RegKey, dict[str, Config]] | None = None,
         routes: LazyMap[str, dict[RegKey, Config]] | None = None,
         topics: LazyMap[str, TopicState] | None = None,
+        *,
+        shard: int = HEAD_SHARD,
+        shards: int = 1,
     ) -> None:
         self.cluster = cluster
+        self.shard, self.shards = shard, shards
+        # the head shard keeps the whole tables and owns the broker and cluster alerts
+        self.head = shard == HEAD_SHARD
         self.meta = meta or Meta()
         self.tables = tables or LazyMap()
         self.routes = routes or LazyMap()
@@ -141,6 +156,16 @@ class ClusterEngine:
         if self.meta.stream_time is None or ts > self.meta.stream_time:
             self.meta.stream_time = ts
 
+    # -- shards ---------------------------------------------------------------------------------
+
+    def owns(self, topic: str) -> bool:
+        """Whether ``topic``'s routes, rule state and alerts are this shard's."""
+        return self.shards <= 1 or shard_of(topic, self.shards) == self.shard
+
+    def receives(self, event: dict[str, Any]) -> bool:
+        """Whether this shard applies ``event`` (a send or a route miss: its topic's shard)."""
+        return event["type"] not in TOPIC_EVENTS or self.owns(event["topic"])
+
     # -- events ---------------------------------------------------------------------------------
 
     def apply(self, raw: str | bytes) -> None:
@@ -152,7 +177,8 @@ class ClusterEngine:
         ts = event["ts"]
         self.advance(ts)
         kind = event["type"]
-        self.out.events[kind] = self.out.events.get(kind, 0) + 1
+        if self.shards <= 1 or owner_shard(kind, event.get("topic"), self.shards) == self.shard:
+            self.out.events[kind] = self.out.events.get(kind, 0) + 1
         if kind == "heartbeat":
             self._heartbeat(event, ts)
         elif kind == "route_pull":
@@ -181,7 +207,8 @@ class ClusterEngine:
         was_live = reg is not None and reg.live
         if reg is None:
             reg = self.meta.regs[key] = Reg(addr=e["broker_addr"], last_hb=ts, live=False)
-        self.out.touched_regs.add(key)
+        if self.head:
+            self.out.touched_regs.add(key)
         reg.addr, reg.last_hb = e["broker_addr"], ts
         if e.get("shutdown"):
             self._unregistered(key, reg, was_live, ts)
@@ -205,7 +232,7 @@ class ClusterEngine:
             if reg.parts and any(p is None for p in reg.parts.values()) and not reg.amended:
                 reg.round_base = dict(self.tables.get(key) or {})
             reg.amended = True
-            changed = self._store_table(key, _configs(e), ts, replace=False, routed=was_live)
+            changed = self._store_table(key, self._configs(e), ts, replace=False, routed=was_live)
         else:
             complete, table = self._full_table(key, reg, e)
             if complete:
@@ -261,6 +288,8 @@ class ClusterEngine:
             return []
         out = []
         for topic, flag in flags.items():
+            if not self.owns(topic):
+                continue
             state = self.topic_state(topic, create=True)
             assert state is not None
             if self.rules.auto_created(topic, state, ts, flag["found"], flag["first_seen"]):
@@ -282,11 +311,11 @@ class ClusterEngine:
         if parts <= 1:
             reg.parts, reg.parts_version, reg.round_base = {}, None, None
             reg.version, reg.amended = version, False
-            return True, None if known else _configs(e)
+            return True, None if known else self._configs(e)
         if reg.parts_version != version or not reg.parts:
             reg.parts, reg.parts_version, reg.round_base = {}, version, None
         # a part of the table's own version is not kept (most registrations of a large table)
-        reg.parts[e.get("part") or 0] = None if known else _configs(e)
+        reg.parts[e.get("part") or 0] = None if known else self._configs(e)
         if len(reg.parts) < parts:
             return False, None
         received = list(reg.parts.values())
@@ -302,6 +331,19 @@ class ClusterEngine:
                 table.update(part)
         reg.version, reg.amended = version, False
         return True, table
+
+    def _configs(self, e: dict[str, Any]) -> dict[str, Config]:
+        """A registration's topic table as this shard keeps it: whole in the head shard; in any
+        other, its own topics and the cluster's system topics (TBW102, the broker's own, ...)."""
+        table = _configs(e)
+        if self.head or self.shards <= 1:
+            return table
+        brokers = {e["broker"]}
+        return {
+            t: c
+            for t, c in table.items()
+            if self.owns(t) or is_system_topic(t, self.cluster, brokers)
+        }
 
     def _store_table(
         self, key: RegKey, topics: dict[str, Config], ts: int, *, replace: bool, routed: bool
@@ -328,7 +370,7 @@ class ClusterEngine:
             else:
                 holders[key] = config
             self.routes.set(topic, holders or None)
-            if routed:
+            if routed and self.owns(topic):
                 self.out.route_changes.append(RouteChange(topic, key, ts, config))
         return [t for t, _ in changed]
 
@@ -360,10 +402,13 @@ class ClusterEngine:
     def _liveness_changed(self, key: RegKey, at: int) -> None:
         """A registration became live or stopped being live: its topics' routes change."""
         reg = self.meta.regs[key]
-        self.out.touched_regs.add(key)
+        if self.head:
+            self.out.touched_regs.add(key)
         table = self.tables.get(key) or {}
         for topic, config in table.items():
-            self.out.route_changes.append(RouteChange(topic, key, at, config if reg.live else None))
+            if self.owns(topic):
+                change = RouteChange(topic, key, at, config if reg.live else None)
+                self.out.route_changes.append(change)
         self.rules.liveness_changed(key, at, list(table))
 
     def expire(self, key: RegKey, at: int) -> bool:
@@ -393,6 +438,17 @@ class ClusterEngine:
         """Whether the cluster's observer (its collector) has been silent too long at ``at``."""
         obs = self.meta.observer
         return obs is not None and at >= obs["last"] + silent_after(obs["interval_ms"])
+
+    def went_silent(self, at: int) -> bool:
+        """The threshold of the observer's silence: whether it went silent at ``at`` (no round
+        came since the one the threshold was scheduled for); its gap begins at its last round."""
+        obs = self.meta.observer
+        if obs is None or obs["silent_since"] is not None:
+            return False
+        if obs["last"] + silent_after(obs["interval_ms"]) != at:
+            return False  # (a round came since: a later deadline decides)
+        obs["silent_since"] = obs["last"]
+        return True
 
     def _collector_round(self, e: dict[str, Any], ts: int) -> None:
         """One round of the cluster's collector: it watches; a gap before it ends."""
@@ -442,7 +498,7 @@ class ClusterEngine:
             self.meta.no_namesrv_clients[client] = ts
         else:
             self.meta.no_namesrv_clients.pop(client, None)
-        if e["role"] != "producer":
+        if e["role"] != "producer" or not self.owns(topic):
             return
         via_default = bool(e.get("via_default"))
         if via_default and ok:

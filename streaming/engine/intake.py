@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from typing import Final
 
 __all__ = [
-    "EVENT_ID",
     "NO_SEQ",
+    "OWNER",
     "TS",
     "Held",
     "Intake",
     "IntakeResult",
+    "cluster_of",
     "dedupe_id",
 ]
 
@@ -40,9 +41,17 @@ def dedupe_id(cluster: str, event_id: str) -> str:
     return f"{len(cluster)}:{cluster}{event_id}"
 
 
+def cluster_of(dedupe: str) -> str:
+    """The cluster a :func:`dedupe_id` names."""
+    length, rest = dedupe.split(":", 1)
+    return rest[: int(length)]
+
+
 Held = tuple[int, int, int, str, str]
-"""One event waiting for release, ``(ts, seq, arrival, event_id, value)`` (``seq``: ``NO_SEQ``
-if it has none; ``value``: its raw line or its compact form), ordered as a tuple: by ``ts``,
+"""One event waiting for release, ``(ts, seq, arrival, owner, value)`` (``seq``: ``NO_SEQ``
+if it has none; ``owner``: the cluster whose held events it counts among, or ``""`` when
+another state bucket counts it; ``value``: its raw line or its compact form), ordered as a
+tuple: by ``ts``,
 then ``seq``, then ``arrival`` — events with the same ``ts`` and no ``seq`` keep the order they
 arrived in, and since ``arrival`` is unique the text fields are never compared. A plain tuple,
 not a named one: it is built in C, once per event (a named tuple's constructor is a Python
@@ -50,7 +59,7 @@ call: about a quarter of the intake's time under cProfile), and stored as it is.
 
 # the fields of a held event read by position
 TS: Final = 0
-EVENT_ID: Final = 3
+OWNER: Final = 3
 
 
 @dataclass(slots=True)
@@ -81,6 +90,7 @@ class Intake:
         self.held: list[Held] = []  # the loaded buckets' events, sorted (between calls)
         self._new: list[Held] = []  # events received or loaded since, not sorted yet
         self.held_counts: dict[int, int] = {}  # per second of ts: events held, loaded or not
+        self.held_by_cluster: dict[str, int] = {}  # per cluster: the events held it owns
         self.changed_buckets: set[int] = set()  # held buckets that gained or lost events
         self._stored: list[int] = []  # held buckets not loaded yet, sorted
         self._load: Callable[[int], Iterable[Held]] | None = None
@@ -94,6 +104,7 @@ class Intake:
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
+        owners: list[str] | None = None,
     ) -> IntakeResult:
         """Take ``(event_id, ts, seq, raw)`` in arrival order; return what is released.
 
@@ -103,9 +114,14 @@ class Intake:
         (other state buckets, :mod:`streaming.engine.clock`), and ``batch_max`` the largest of
         the whole batch; without them this intake is the whole stream. ``compact[i]``, if given
         and not None, is what arrival ``i`` is held and released as instead of its raw line
-        (:mod:`streaming.engine.compact`)."""
+        (:mod:`streaming.engine.compact`). ``owners[i]``, if given, is the cluster of arrival ``i``
+        if this intake owns it, or ``""``: then it is judged as any other, but neither reported
+        if late or a duplicate nor counted among its cluster's held events (another state
+        bucket that received it too does both: :mod:`streaming.engine.shards`); without
+        ``owners`` this intake owns every arrival."""
         out = IntakeResult()
         running = self.max_received
+        by_cluster = self.held_by_cluster
         for i, (event_id, ts, seq, raw) in enumerate(arrivals):
             newest = running
             prior = priors[i] if priors is not None else None
@@ -116,13 +132,16 @@ class Intake:
             bucket = ts // 1000
             ids = self.seen.get(bucket)
             if ids is not None and event_id in ids:
-                out.duplicates.append(raw)
+                if owners is None or owners[i]:
+                    out.duplicates.append(raw)
                 continue
             if ids is None:
                 ids = self.seen[bucket] = set()
             ids.add(event_id)
             self.touched_buckets.add(bucket)
             if newest is not None and newest - ts > self.lateness_ms:
+                if owners is not None and not owners[i]:
+                    continue
                 out.late.append(
                     (
                         raw,
@@ -136,7 +155,10 @@ class Intake:
             if bucket in self._stored:
                 self._load_bucket(bucket)
             value = raw if compact is None else compact[i] or raw
-            self._new.append((ts, NO_SEQ if seq is None else seq, self.arrivals, event_id, value))
+            owner = cluster_of(event_id) if owners is None else owners[i]
+            if owner:
+                by_cluster[owner] = by_cluster.get(owner, 0) + 1
+            self._new.append((ts, NO_SEQ if seq is None else seq, self.arrivals, owner, value))
             self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
             self.changed_buckets.add(bucket)
         if batch_max is not None and (running is None or batch_max > running):
@@ -175,13 +197,18 @@ class Intake:
         if not end:
             return
         released, self.held = self.held[:end], self.held[end:]
-        counts = self.held_counts
+        counts, by_cluster = self.held_counts, self.held_by_cluster
         for held in released:
             bucket = held[TS] // 1000
             counts[bucket] -= 1
             if not counts[bucket]:
                 del counts[bucket]
             self.changed_buckets.add(bucket)
+            owner = held[OWNER]
+            if owner:
+                by_cluster[owner] -= 1
+                if not by_cluster[owner]:
+                    del by_cluster[owner]
         out.released += released
 
     def _prune(self) -> None:

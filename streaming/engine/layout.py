@@ -6,7 +6,8 @@ The stream's own entries: ``clock`` (the stream time, and each known cluster's n
 are), ``held/<second>`` (the events held by the lateness bound whose ``ts`` falls in that
 second, packed: :mod:`streaming.engine.held_rows`; a busy second's later parts in
 ``held/<second>/<part>``, their number in ``intake``) and ``seen/<second>`` (the event ids seen,
-for the duplicate check). Each cluster's entries are named by the JSON pair ``[cluster, part]``:
+for the duplicate check). Each cluster shard's entries (:mod:`streaming.engine.shards`) are
+named by the JSON triple ``[cluster, shard, part]``:
 ``meta`` (the engine's small state, :class:`~streaming.engine.state.Meta`), ``table/<reg>``
 (one registration's topic table), ``route/<b>`` and ``topic/<b>`` (the routes and the rule state
 of the topics of bucket ``b``: 256 buckets by CRC-32 of the topic, so a batch reads and writes a
@@ -42,7 +43,8 @@ __all__ = ["BUCKETS", "STATE_LAYOUT", "StateLayout"]
 
 # the version of this layout; a checkpoint written with another one is not resumed
 # (streaming.job.stream.check_checkpoint)
-STATE_LAYOUT = 3  # 3: the state spread over state buckets, one per stateful task (2: one group)
+# 4: each cluster in shards by topic; 3: each cluster whole in one state bucket; 2: one group
+STATE_LAYOUT = 4
 BUCKETS = 256
 
 # the names of the entries: the stream's own ...
@@ -51,16 +53,16 @@ INTAKE = "intake"
 HELD = "held/{}"
 HELD_PART = "held/{}/{}"  # a second's parts after the first
 SEEN = "seen/{}"
-# ... and each cluster's, named by (cluster, part) (_cluster_entry)
+# ... and each cluster shard's, named by (cluster, shard, part) (_engine_entry)
 META = "meta"
 TABLE = "table/{}"
 ROUTE = "route/{}"
 TOPIC = "topic/{}"
 
 
-def _cluster_entry(cluster: str, part: str) -> str:
-    """The name of one entry of a cluster's state (a JSON pair: no two clusters' meet)."""
-    return key_json((cluster, part))
+def _engine_entry(cluster: str, shard: int, part: str) -> str:
+    """The name of one entry of a cluster shard's state (a JSON triple: no two shards' meet)."""
+    return key_json((cluster, shard, part))
 
 
 def _held_name(second: int, part: int) -> str:
@@ -119,11 +121,14 @@ class StateLayout:
     """Reads and writes the stream's state in ``entries``, for one batch: load the clock and
     the intake, then each cluster's engine as the batch needs it; save what changed."""
 
-    def __init__(self, entries: Entries, lateness_ms: int, dedupe_horizon_ms: int) -> None:
+    def __init__(
+        self, entries: Entries, lateness_ms: int, dedupe_horizon_ms: int, shards: int = 1
+    ) -> None:
         self.entries = entries
+        self.shards = shards
         self.lateness_ms = lateness_ms
         self.dedupe_horizon_ms = dedupe_horizon_ms
-        self._buckets: dict[str, tuple[_Buckets, _Buckets]] = {}
+        self._buckets: dict[tuple[str, int], tuple[_Buckets, _Buckets]] = {}
         self._held_stored: set[int] = set()
         self._held_parts: dict[int, int] = {}  # per stored second of more than one part: parts
         self._seen_keys: set[int] = set()
@@ -148,6 +153,7 @@ class StateLayout:
         intake.arrivals = stored.get("arrivals", 0)
         self._seen_keys = set(stored.get("seen_keys", []))
         counts = {int(second): int(n) for second, n in stored.get("held_counts", [])}
+        intake.held_by_cluster = {str(c): int(n) for c, n in stored.get("held_by_cluster", [])}
         self._held_stored = set(counts)
         self._held_parts = {int(second): int(n) for second, n in stored.get("held_parts", [])}
         intake.keep_stored(counts, self._held_second)
@@ -182,6 +188,7 @@ class StateLayout:
             "arrivals": intake.arrivals,  # held events keep their arrival order across batches
             "seen_keys": sorted(seen_keys),
             "held_counts": sorted(intake.held_counts.items()),
+            "held_by_cluster": sorted(intake.held_by_cluster.items()),
             "held_parts": sorted(parts_of.items()),
         }
         self.entries.put(INTAKE, orjson.dumps(stored))
@@ -196,11 +203,12 @@ class StateLayout:
 
     # -- each cluster's engine ------------------------------------------------------------------
 
-    def load_engine(self, cluster: str) -> ClusterEngine:
-        """A cluster's engine over its stored state; its large parts load as they are needed."""
+    def load_engine(self, cluster: str, shard: int = 0) -> ClusterEngine:
+        """A cluster shard's engine over its stored state; its large parts load as they are
+        needed."""
 
         def entry(part: str) -> str:
-            return _cluster_entry(cluster, part)
+            return _engine_entry(cluster, shard, part)
 
         data = self.entries.get(entry(META))
         meta = Meta() if data is None else Meta.from_json(orjson.loads(data))
@@ -223,15 +231,18 @@ class StateLayout:
             tables=LazyMap(load_table),
             routes=LazyMap(lambda topic: _route_in(routes.get(topic))),
             topics=LazyMap(load_topic),
+            shard=shard,
+            shards=self.shards,
         )
-        self._buckets[cluster] = (routes, topics)
+        self._buckets[(cluster, shard)] = (routes, topics)
         return engine
 
-    def save_engine(self, cluster: str, engine: ClusterEngine) -> None:
-        """Write back what the cluster's engine changed."""
-        routes, topics = self._buckets.pop(cluster)
+    def save_engine(self, engine: ClusterEngine) -> None:
+        """Write back what a cluster shard's engine changed."""
+        cluster, shard = engine.cluster, engine.shard
+        routes, topics = self._buckets.pop((cluster, shard))
         for key, table in engine.tables.dirty():
-            name = _cluster_entry(cluster, TABLE.format(reg_id(key)))
+            name = _engine_entry(cluster, shard, TABLE.format(reg_id(key)))
             if table is None:
                 self.entries.remove(name)
             else:
@@ -241,4 +252,5 @@ class StateLayout:
             (t, None if v is None or v.is_empty() else v.to_json())
             for t, v in engine.topics.dirty()
         )
-        self.entries.put(_cluster_entry(cluster, META), orjson.dumps(engine.meta.to_json()))
+        meta = orjson.dumps(engine.meta.to_json())
+        self.entries.put(_engine_entry(cluster, shard, META), meta)

@@ -9,7 +9,7 @@ counts back from the change rows the step returns (:mod:`routewatch.changes`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import orjson
@@ -18,10 +18,11 @@ from routewatch.alerts import Alert
 from routewatch.changes import DUPLICATES, LATE, BadLine, ChangeRow, Count, RouteChange, decode
 from routewatch.codec import parse
 from routewatch.validation import BadInput
-from streaming.engine.clock import Block, batch_max, bucket_of, in_block_priors, priors
+from streaming.engine.clock import Block, batch_max, in_block_priors, priors
 from streaming.engine.compact import compact
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
+from streaming.engine.shards import event_shards, owner_shard, shard_bucket
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
 
@@ -109,19 +110,23 @@ def run_buckets(
     buckets: int,
     lateness_ms: int,
     dedupe_horizon_ms: int = DEFAULT_DEDUPE_HORIZON_MS,
+    shards: int | None = None,
 ) -> StreamRun:
-    """:func:`run_stream` as the Spark job runs it over ``buckets`` state buckets: each batch is
-    a list of blocks of ``(event_id, ts, seq, raw)`` arrivals (together, in arrival order);
-    every bucket takes its clusters' events and every block's summary, and steps on its own
-    entries (:mod:`streaming.engine.clock`)."""
-    step = Step(lateness_ms, dedupe_horizon_ms)
+    """:func:`run_stream` as the Spark job runs it over ``buckets`` state buckets, each cluster
+    in ``shards`` shards (as many as buckets by default): each batch is a list of blocks of
+    ``(event_id, ts, seq, raw)`` arrivals (together, in arrival order); every bucket takes the
+    events of its cluster shards (:mod:`streaming.engine.shards`) and every block's summary, and
+    steps on its own entries (:mod:`streaming.engine.clock`)."""
+    shards = buckets if shards is None else shards
+    steps = [
+        Step(lateness_ms, dedupe_horizon_ms, shards=shards, mine=_bucket_holds(b, buckets))
+        for b in range(buckets)
+    ]
     entries = [MemoryEntries() for _ in range(buckets)]
     run = StreamRun()
     for blocks in batches:
         summaries: list[Block] = []
-        own: list[tuple[list[str], list[int | None], list[Arrival], list[str | None]]] = [
-            ([], [], [], []) for _ in range(buckets)
-        ]
+        own: list[Own] = [([], [], [], [], []) for _ in range(buckets)]
         for b, block in enumerate(blocks):
             in_block, top = in_block_priors([ts for _, ts, _, _ in block])
             if top is not None:
@@ -129,28 +134,45 @@ def run_buckets(
             pairs = zip(block, in_block, strict=True)
             for p, ((event_id, ts, seq, raw), prior) in enumerate(pairs):
                 event = orjson.loads(raw)
-                cluster = event["cluster"]
-                keys, prior_list, arrivals, forms = own[bucket_of(cluster, buckets)]
-                keys.append(f"{b:09d}|{p:09d}")
-                prior_list.append(prior)
-                arrivals.append((dedupe_id(cluster, event_id), ts, seq, raw))
-                forms.append(compact(event, raw))
+                cluster, kind, topic = event["cluster"], event["type"], event.get("topic")
+                owner = shard_bucket(cluster, owner_shard(kind, topic, shards), buckets)
+                form = compact(event, raw)
+                for bucket in sorted(
+                    {shard_bucket(cluster, s, buckets) for s in event_shards(kind, topic, shards)}
+                ):
+                    keys, prior_list, arrivals, forms, owners = own[bucket]
+                    keys.append(f"{b:09d}|{p:09d}")
+                    prior_list.append(prior)
+                    arrivals.append((dedupe_id(cluster, event_id), ts, seq, raw))
+                    forms.append(form)
+                    owners.append(cluster if bucket == owner else "")
         top = batch_max(summaries)
-        for bucket, (keys, prior_list, arrivals, forms) in enumerate(own):
+        for bucket, (keys, prior_list, arrivals, forms, owners) in enumerate(own):
             if not summaries:
                 continue  # (no valid event: no bucket is called, as in Spark)
             run.add(
-                step(
+                steps[bucket](
                     entries[bucket],
                     arrivals,
                     priors=priors(keys, prior_list, summaries),
                     batch_max=top,
                     compact=forms,
+                    owners=owners,
                 )
             )
-    for bucket_entries in entries:
+    for step, bucket_entries in zip(steps, entries, strict=True):
         run.add(step(bucket_entries, [], final=True))
     return run
+
+
+# one bucket's part of a batch: arrival keys, in-block priors, arrivals, compact forms, and
+# each arrival's cluster if the bucket owns it ("" if not)
+Own = tuple[list[str], list[int | None], list[Arrival], list[str | None], list[str]]
+
+
+def _bucket_holds(bucket: int, buckets: int) -> Callable[[str, int], bool]:
+    """Whether a cluster shard lives in state bucket ``bucket``."""
+    return lambda cluster, shard: shard_bucket(cluster, shard, buckets) == bucket
 
 
 def run_cluster(

@@ -13,7 +13,7 @@ object, same stored bytes) resumes exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import orjson
 
@@ -47,11 +47,22 @@ __all__ = ["Step"]
 
 
 class Step:
-    """The stream's step function, for one lateness bound and duplicate horizon."""
+    """The stream's step function, for one lateness bound and duplicate horizon; each cluster
+    in ``shards`` shards (:mod:`streaming.engine.shards`), of which the entries hold those
+    ``mine(cluster, shard)`` says (all by default)."""
 
-    def __init__(self, lateness_ms: int, dedupe_horizon_ms: int) -> None:
+    def __init__(
+        self,
+        lateness_ms: int,
+        dedupe_horizon_ms: int,
+        *,
+        shards: int = 1,
+        mine: Callable[[str, int], bool] | None = None,
+    ) -> None:
         self.lateness_ms = lateness_ms
         self.dedupe_horizon_ms = dedupe_horizon_ms
+        self.shards = shards
+        self.mine = mine
 
     def __call__(
         self,
@@ -63,6 +74,7 @@ class Step:
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
+        owners: list[str] | None = None,
     ) -> list[ChangeRow]:
         """Apply one batch: ``arrivals`` (valid events, ``(dedupe id, ts, seq, raw)``, in
         arrival order) and ``bad`` input (the cluster it names, if any, and the line); with
@@ -73,21 +85,29 @@ class Step:
         stream's clusters), the largest ``ts`` the rest of the stream received before each
         arrival, and in the whole batch (:mod:`streaming.engine.clock`). ``compact``: the
         arrivals' compact forms, held instead of their raw lines where given
-        (:mod:`streaming.engine.compact`)."""
+        (:mod:`streaming.engine.compact`). ``owners``: the cluster of each arrival this bucket
+        owns — reports if late or a duplicate, counts while held — and ``""`` for the others
+        (an event several buckets receive is owned by one); all by default."""
         out = [encode_bad(cluster, line) for cluster, line in bad]
-        layout = StateLayout(entries, self.lateness_ms, self.dedupe_horizon_ms)
+        layout = StateLayout(entries, self.lateness_ms, self.dedupe_horizon_ms, self.shards)
         intake = layout.load_intake(arrivals)
         clock = layout.load_clock()
-        stream = StreamEngine(intake, layout.load_engine, clock)
-        result = stream.receive(arrivals, priors, batch_max, compact)
+        stream = StreamEngine(intake, layout.load_engine, clock, shards=self.shards, mine=self.mine)
+        result = stream.receive(arrivals, priors, batch_max, compact, owners)
         if final:
             stream.flush()
-        for cluster, engine in stream.finish():
-            layout.save_engine(cluster, engine)
-            out += _engine_changes(cluster, engine, clock.stream_time)
+        for engine in stream.finish():
+            layout.save_engine(engine)
+            out += _engine_changes(engine.cluster, engine, clock.stream_time)
         out += _intake_changes(result.late, result.duplicates, clock.stream_time)
-        cluster_clock = ClusterClock(clock.stream_time, intake.max_received, intake.held_count)
-        out += [encode_clock(cluster, cluster_clock) for cluster in sorted(clock.clusters)]
+        # a row per cluster with a shard here, with the events of it held here (the store adds
+        # up a batch's rows of one cluster: routewatch.changes.combine_clocks)
+        held = intake.held_by_cluster
+        for cluster in sorted({orjson.loads(key)[0] for key in clock.clusters}):
+            cluster_clock = ClusterClock(
+                clock.stream_time, intake.max_received, held.get(cluster, 0)
+            )
+            out.append(encode_clock(cluster, cluster_clock))
         layout.save_intake(intake)
         layout.save_clock(clock)
         return out

@@ -28,6 +28,7 @@ import orjson
 from streaming.engine.cluster import ClusterEngine
 from streaming.engine.compact import HEAD, MARK, SLIM, delivered, slim, split_head
 from streaming.engine.intake import NO_SEQ, Held, Intake, IntakeResult
+from streaming.engine.shards import engine_key, event_shards, shard_of
 
 __all__ = ["Arrival", "Clock", "StreamEngine"]
 
@@ -38,8 +39,9 @@ recognised by (:func:`streaming.engine.intake.dedupe_id`)."""
 
 @dataclass(slots=True)
 class Clock:
-    """The stream's clock and the clusters it drives: each known cluster -> the instant of its
-    earliest pending threshold (None: none)."""
+    """The stream's clock and the engines it drives: each known cluster shard (its
+    :func:`~streaming.engine.shards.engine_key`) -> the instant of its earliest pending
+    threshold (None: none)."""
 
     stream_time: int | None = None
     clusters: dict[str, int | None] = field(default_factory=dict)
@@ -54,26 +56,44 @@ class Clock:
 
 class StreamEngine:
     """Feeds arrivals through the one intake and applies released events to their cluster's
-    engine; ``load(cluster)`` gives a cluster's engine (from persisted state, or new)."""
+    engines — one per shard of the cluster this state bucket holds (``mine(cluster, shard)``;
+    all of them by default) of ``shards`` (:mod:`streaming.engine.shards`); ``load(cluster,
+    shard)`` gives a shard's engine (from persisted state, or new)."""
 
     def __init__(
         self,
         intake: Intake,
-        load: Callable[[str], ClusterEngine] | None = None,
+        load: Callable[[str, int], ClusterEngine] | None = None,
         clock: Clock | None = None,
+        *,
+        shards: int = 1,
+        mine: Callable[[str, int], bool] | None = None,
     ) -> None:
         self.intake = intake
         self.clock = clock or Clock()
-        self._load = load or ClusterEngine
+        self._load = load or (
+            lambda cluster, shard: ClusterEngine(cluster, shard=shard, shards=shards)
+        )
+        self.shards = shards
+        self.mine = mine
         self.engines: dict[str, ClusterEngine] = {}
+        self._pairs: dict[tuple[str, int], ClusterEngine] = {}  # (the same, by pair)
 
-    def engine(self, cluster: str) -> ClusterEngine:
-        """The cluster's engine, loaded once per batch."""
-        engine = self.engines.get(cluster)
+    def engine(self, cluster: str, shard: int = 0) -> ClusterEngine:
+        """A cluster shard's engine, loaded once per batch."""
+        engine = self._pairs.get((cluster, shard))
         if engine is None:
-            engine = self.engines[cluster] = self._load(cluster)
-            self.clock.clusters.setdefault(cluster, None)
+            key = engine_key(cluster, shard)
+            engine = self.engines[key] = self._pairs[cluster, shard] = self._load(cluster, shard)
+            self.clock.clusters.setdefault(key, None)
         return engine
+
+    def targets(self, event: dict[str, Any]) -> list[ClusterEngine]:
+        """The engines of this bucket that apply ``event``."""
+        cluster = event["cluster"]
+        shards = event_shards(event["type"], event.get("topic"), self.shards)
+        mine = self.mine
+        return [self.engine(cluster, s) for s in shards if mine is None or mine(cluster, s)]
 
     def receive(
         self,
@@ -81,12 +101,14 @@ class StreamEngine:
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
+        owners: list[str] | None = None,
     ) -> IntakeResult:
         """Take one batch of arrivals: apply what the lateness bound releases, then let time
         pass for every cluster. ``priors`` and ``batch_max``: what the rest of the stream
         received, when this engine holds only some of its clusters; ``compact``: the arrivals'
-        compact forms (:meth:`Intake.receive`)."""
-        result = self.intake.receive(arrivals, priors, batch_max, compact)
+        compact forms; ``owners``: the cluster of each that this bucket owns, ``""`` for the
+        others (:meth:`Intake.receive`)."""
+        result = self.intake.receive(arrivals, priors, batch_max, compact, owners)
         self._apply(result.released)
         self._tick()
         return result
@@ -103,25 +125,32 @@ class StreamEngine:
 
     def _apply(self, released: Iterable[Held]) -> None:
         now = self.clock.stream_time
-        engines = self.engines
         for ts, seq, _, _, value in released:
             if value.startswith(MARK):  # a delivered send: the commonest, and the cheapest
                 cluster, status, topic = delivered(value)
-                engine = engines.get(cluster) or self.engine(cluster)
+                engine = self.engine(cluster, shard_of(topic, self.shards))
                 engine.delivered(ts, None if seq == NO_SEQ else seq, status, topic)
+            elif value.startswith(HEAD):
+                self._apply_registration(value)
             else:
-                if value.startswith(HEAD):
-                    head, raw = split_head(value)
-                    known = self.engine(head["cluster"]).knows_table(head)
-                    event = head if known else orjson.loads(raw)
-                elif value.startswith(SLIM):
-                    event = slim(value)
-                else:
-                    event = orjson.loads(value)
-                self.engine(event["cluster"]).apply_event(event)
+                event = slim(value) if value.startswith(SLIM) else orjson.loads(value)
+                for engine in self.targets(event):
+                    engine.apply_event(event)
             if now is None or ts > now:
                 now = ts
         self.clock.stream_time = now
+
+    def _apply_registration(self, value: str) -> None:
+        """A full registration held with its head: its raw line is decoded only for an engine
+        that has not applied its data version (every shard of a cluster has, or none)."""
+        head, raw = split_head(value)
+        full: dict[str, Any] | None = None
+        for engine in self.targets(head):
+            if engine.knows_table(head):
+                engine.apply_event(head)
+            else:
+                full = full or orjson.loads(raw)
+                engine.apply_event(full)
 
     def _tick(self) -> None:
         newest = self.intake.max_received
@@ -132,15 +161,22 @@ class StreamEngine:
         now = self.clock.stream_time
         if now is None:
             return
-        due = [c for c, at in self.clock.clusters.items() if at is not None and at <= now]
-        for cluster in sorted({*due, *self.engines}):
-            self.engine(cluster).advance(now, through=True)
+        due = [k for k, at in self.clock.clusters.items() if at is not None and at <= now]
+        for key in sorted({*due, *self.engines}):
+            self._engine_of(key).advance(now, through=True)
 
-    def finish(self) -> Iterator[tuple[str, ClusterEngine]]:
+    def _engine_of(self, key: str) -> ClusterEngine:
+        engine = self.engines.get(key)
+        if engine is None:
+            cluster, shard = orjson.loads(key)
+            engine = self.engine(cluster, shard)
+        return engine
+
+    def finish(self) -> Iterator[ClusterEngine]:
         """Fold every loaded engine's state back (before persisting), note its next threshold,
-        and yield the engines, by cluster name."""
-        for cluster in sorted(self.engines):
-            engine = self.engines[cluster]
+        and yield the engines, by cluster and shard."""
+        for key in sorted(self.engines):
+            engine = self.engines[key]
             engine.finish()
-            self.clock.clusters[cluster] = engine.next_deadline()
-            yield cluster, engine
+            self.clock.clusters[key] = engine.next_deadline()
+            yield engine

@@ -9,7 +9,9 @@ The stream's clock travels with the events (``streaming.engine.clock``): the lin
 in a partition are a *block* — with ``by_event_time``, the whole partition is one — and the
 stage gives each valid event the largest ``ts`` before it in its block (``prior``) and adds one
 summary row per block (``value`` null; ``arrival``: the block's last valid event's; ``ts``: its
-largest), which every state bucket receives.
+largest), which every state bucket receives. Each valid event's ``topic`` (of a send, a route
+pull, a proxy's route miss) says which of its cluster's shards apply it
+(``streaming.engine.shards``).
 
 Validation is the contract's own (``routewatch.validation``), run in Python over Arrow batches,
 so the Spark job and every other reader agree on what is bad input and why.
@@ -31,8 +33,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from routewatch.codec import parse
 from routewatch.validation import BadInput
-from streaming.engine.clock import bucket_of
 from streaming.engine.compact import shipped
+from streaming.engine.shards import OWNED_BY_HEAD, TOPIC_EVENTS, shard_of
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -53,6 +55,7 @@ _ARROW_SCHEMA = pa.schema(
         ("arrival", pa.string()),
         ("cluster", pa.string()),
         ("type", pa.string()),
+        ("topic", pa.string()),
         ("ts", pa.int64()),
         ("seq", pa.int64()),
         ("event_id", pa.string()),
@@ -127,6 +130,7 @@ def validate_batches(
             cols["arrival"].append(arrival)
             cols["cluster"].append(obj["cluster"])
             cols["type"].append(obj["type"])
+            cols["topic"].append(obj.get("topic"))
             cols["ts"].append(obj["ts"])
             cols["seq"].append(obj.get("seq"))
             cols["event_id"].append(obj["event_id"])
@@ -184,7 +188,7 @@ def _where(origin: str) -> str:
 
 def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
     cols["cluster"].append(bad.cluster)
-    for name in ("type", "ts", "seq", "event_id", "prior", "held"):
+    for name in ("type", "topic", "ts", "seq", "event_id", "prior", "held"):
         cols[name].append(None)
     cols["reason"].append(bad.reason)
     cols["detail"].append(bad.detail)
@@ -203,10 +207,12 @@ def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
 
 # Events packed for the stateful stage: per Arrow batch, one row per state bucket, the bucket's
 # events (and every block summary) in Arrow's IPC stream format, under the bucket's grouping
-# key. PySpark regroups a group's rows one at a time in Python; a few packed rows per batch
-# instead of one per event take that per-row cost off the stateful tasks.
+# key, each with ``owned``: whether this bucket reports it if late or a duplicate. PySpark
+# regroups a group's rows one at a time in Python; a few packed rows per batch instead of one
+# per event take that per-row cost off the stateful tasks.
 _CHUNKS_ARROW_SCHEMA = pa.schema([("bucket", pa.int32()), ("events", pa.binary())])
 CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
+_OWNED = pa.field("owned", pa.bool_())
 
 
 # A packed row's buffers are compressed with LZ4 (Arrow IPC's buffer compression; a reader
@@ -260,38 +266,64 @@ def _sizes(batch: pa.RecordBatch) -> np.ndarray:
     return np.asarray(pc.add(length("value"), length("held")), dtype=np.int64)
 
 
-def _buckets(batch: pa.RecordBatch, n: int) -> np.ndarray:
-    """Each row's state bucket (:func:`streaming.engine.clock.bucket_of`; a row naming no
-    cluster: bucket 0), found once per distinct cluster name of the batch."""
-    encoded = pc.dictionary_encode(batch.column("cluster"))
+def _crc_of(column: pa.Array, shards: int) -> np.ndarray:
+    """Each row's name's CRC-32 modulo ``shards``, found once per distinct name of the column
+    (a null: -1)."""
+    encoded = pc.dictionary_encode(column)
     names = encoded.dictionary.to_pylist()
-    of_name = np.array([bucket_of(name, n) for name in names] + [0], dtype=np.int32)
-    # (a row naming no cluster points past the names, at the 0 appended)
+    of_name = np.array([shard_of(name, shards) for name in names] + [-1], dtype=np.int64)
+    # (a null points past the names, at the -1 appended)
     codes = np.asarray(pc.fill_null(encoded.indices, len(names)), dtype=np.int64)
     return of_name[codes]
+
+
+def _in(column: pa.Array, values: frozenset[str]) -> np.ndarray:
+    """Whether each row's value is one of ``values`` (a null: no)."""
+    found = pc.is_in(column, value_set=pa.array(sorted(values), pa.string()))
+    return np.asarray(pc.fill_null(found, False), dtype=bool)
+
+
+def _destinations(batch: pa.RecordBatch, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's state bucket — where the cluster shard that owns it lives
+    (:func:`streaming.engine.shards.shard_bucket`) — and whether every bucket receives it (a
+    block summary, or an event every shard of its cluster applies)."""
+    base = _crc_of(batch.column("cluster"), n)  # the cluster's head shard's bucket; -1: none
+    topic_shard = _crc_of(batch.column("topic"), n)
+    kind = batch.column("type")
+    summary = np.asarray(pc.is_null(batch.column("value")), dtype=bool)
+    valid = np.asarray(pc.is_valid(kind), dtype=bool)
+    by_topic = _in(kind, TOPIC_EVENTS) & (topic_shard >= 0)
+    owner_shard = np.where(_in(kind, OWNED_BY_HEAD) | (topic_shard < 0), 0, topic_shard)
+    owner = np.where(base < 0, 0, (np.maximum(base, 0) + np.where(valid, owner_shard, 0)) % n)
+    return owner, summary | (valid & ~by_topic)
 
 
 def pack_batches(
     batches: Iterator[pa.RecordBatch], keys: list[int], chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[pa.RecordBatch]:
-    """Batches of events (:data:`EVENTS_SCHEMA`) -> rows per state bucket: the events of the
-    bucket's clusters (:func:`streaming.engine.clock.bucket_of`; bad input naming none:
-    bucket 0) and every block summary, as Arrow IPC under ``keys[bucket]``, each row about
-    ``chunk_bytes`` of events at most (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a
-    bucket's rows back in arrival order)."""
+    """Batches of events (:data:`EVENTS_SCHEMA`) -> rows per state bucket: the events its
+    cluster shards apply (:mod:`streaming.engine.shards`, as many shards per cluster as
+    buckets; bad input naming no cluster: bucket 0) and every block summary, as Arrow IPC with
+    an ``owned`` column (whether this bucket counts the event, and reports it if late or a
+    duplicate), under ``keys[bucket]``, each row about ``chunk_bytes`` of events at most
+    (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a bucket's rows back in arrival order)."""
     n = len(keys)
     for batch in batches:
         if not batch.num_rows:
             continue
         sizes = _sizes(batch)
-        buckets = _buckets(batch, n)
+        owner, everywhere = _destinations(batch, n)
         summary = np.asarray(pc.is_null(batch.column("value")), dtype=bool)
         out_keys, blobs = [], []
         for bucket in range(n):
-            indices = np.flatnonzero((buckets == bucket) | summary)
+            mine = owner == bucket
+            indices = np.flatnonzero(mine | everywhere)
+            owned = pa.array(mine[indices] | summary[indices], pa.bool_())
             for run in _by_size(indices, sizes, chunk_bytes):
+                part = batch.take(pa.array(run, pa.int32()))
+                at = np.searchsorted(indices, run)
                 out_keys.append(keys[bucket])
-                blobs.append(_ipc(batch.take(pa.array(run, pa.int32()))))
+                blobs.append(_ipc(part.append_column(_OWNED, owned.take(pa.array(at)))))
         yield pa.RecordBatch.from_arrays(
             [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary())],
             schema=_CHUNKS_ARROW_SCHEMA,
@@ -323,5 +355,5 @@ def unpack_chunks(chunks: list[bytes]) -> pa.Table:
     """Packed rows -> the events they hold, in arrival order."""
     tables = [ipc.open_stream(pa.py_buffer(chunk)).read_all() for chunk in chunks]
     if not tables:
-        return _ARROW_SCHEMA.empty_table()
+        return _ARROW_SCHEMA.append(_OWNED).empty_table()
     return pa.concat_tables(tables).sort_by("arrival")

@@ -1,11 +1,12 @@
 """Stage 2, track clusters: the engine's step as a Spark stateful processor, one state bucket
 per group.
 
-Each cluster's events and state live in one state bucket (``streaming.engine.clock.bucket_of``),
-a group of the stateful stage, so that Spark runs the buckets as parallel tasks; every bucket
-also receives every block summary of the batch, from which it keeps the whole stream's clock
-(``streaming.engine.clock``). Each micro-batch, the processor turns the read stage's rows into
-arrivals, their priors and bad lines and calls the engine's one step function
+Each cluster's state is in shards by topic, as many as state buckets, and each shard lives in
+one bucket (``streaming.engine.shards``), a group of the stateful stage, so that Spark runs the
+buckets as parallel tasks — also for one large cluster; every bucket also receives every block
+summary of the batch, from which it keeps the whole stream's clock (``streaming.engine.clock``).
+Each micro-batch, the processor turns the read stage's rows into arrivals, their priors and bad
+lines and calls the engine's one step function
 (:class:`streaming.engine.step.Step`) over the bucket's state; it only adapts pandas and Spark's
 ``MapState`` to the step's :class:`~streaming.engine.entries.Entries`. What is stored where is
 the engine's business (:mod:`streaming.engine.layout`); Spark keeps it in its state store
@@ -46,6 +47,7 @@ from routewatch.changes import BadLine, ChangeRow
 from streaming.engine.clock import Block, batch_max, priors
 from streaming.engine.compact import held_form
 from streaming.engine.intake import dedupe_id
+from streaming.engine.shards import shard_bucket
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
 from streaming.stages.read import unpack_chunks
@@ -106,7 +108,7 @@ def changes_frame(rows: list[ChangeRow]) -> pd.DataFrame:
 # what the processor reads of the read stage's rows, in this order
 _COLUMNS = [
     *("cluster", "event_id", "ts", "seq", "value", "reason", "detail"),
-    *("arrival", "prior", "held"),
+    *("arrival", "prior", "held", "owned"),
 ]
 
 
@@ -133,12 +135,26 @@ class StreamProcessor(StatefulProcessor):
     ``bad`` change rows.
 
     ``final``: the input is finite and this is its only batch (``evaluate``): everything held
-    back by the lateness bound is applied at the end.
+    back by the lateness bound is applied at the end. ``keys``: the grouping key of each state
+    bucket (``streaming.pipeline.state_keys``), from which a group knows which bucket it is.
     """
 
-    def __init__(self, lateness_ms: int, dedupe_horizon_ms: int, final: bool = False) -> None:
-        self.step = Step(lateness_ms, dedupe_horizon_ms)
+    def __init__(
+        self, lateness_ms: int, dedupe_horizon_ms: int, keys: list[int], final: bool = False
+    ) -> None:
+        self.lateness_ms, self.dedupe_horizon_ms = lateness_ms, dedupe_horizon_ms
+        self.keys = keys
         self.final = final
+
+    def _step(self, key: Any) -> Step:
+        """The step of the bucket whose grouping key is ``key``: each cluster in as many shards
+        as buckets, of which it holds those that live in it."""
+        n, bucket = len(self.keys), self.keys.index(int(key[0]))
+
+        def mine(cluster: str, shard: int) -> bool:
+            return shard_bucket(cluster, shard, n) == bucket
+
+        return Step(self.lateness_ms, self.dedupe_horizon_ms, shards=n, mine=mine)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         _, key_ddl, value_ddl = STATE_VARIABLES["entries"]
@@ -154,9 +170,10 @@ class StreamProcessor(StatefulProcessor):
         keys: list[str] = []
         own: list[int | None] = []
         forms: list[str | None] = []
+        owners: list[str] = []
         blocks: list[Block] = []
         bad: list[tuple[str | None, BadLine]] = []
-        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held in zip(
+        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held, owned in zip(
             *columns.values(), strict=True
         ):
             if value is None:
@@ -166,9 +183,10 @@ class StreamProcessor(StatefulProcessor):
                 keys.append(arrival)
                 own.append(prior)
                 forms.append(None if held is None else held_form(held, value))
+                owners.append(cluster if owned else "")
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
-        out = self.step(
+        out = self._step(key)(
             self.entries,
             arrivals,
             final=self.final,
@@ -176,6 +194,7 @@ class StreamProcessor(StatefulProcessor):
             priors=priors(keys, own, blocks),
             batch_max=batch_max(blocks),
             compact=forms,
+            owners=owners,
         )
         if out:
             yield changes_frame(out)

@@ -293,3 +293,14 @@ def test_a_store_from_before_jobs_starts_each_from_its_last_batch(
         ]
     finally:
         store.close()
+
+
+def test_a_batch_s_clocks_of_one_cluster_from_several_buckets_are_stored_as_one(
+    store: Store,
+) -> None:
+    # each state bucket holding a shard of C writes C's clock with the events of C it holds
+    store.write_batch("job", 0, [_clock("C", 500, held=3), _clock("D", 400), _clock("C", 500)])
+    store.write_batch("job", 1, [_clock("C", 900, held=2), _clock("C", 900, held=5)])
+
+    clocks = {c["cluster"]: (c["max_received"], c["held"]) for c in store.clusters()}
+    assert clocks == {"C": (900, 7), "D": (400, 0)}

@@ -2,6 +2,9 @@
 per alert kind, each a :class:`~streaming.engine.rules.base.Rule`, listed once in
 :data:`REGISTRY`, from which every list of kinds derives.
 
+In a cluster kept in shards (:mod:`streaming.engine.shards`), a shard judges the topic rules
+of its own topics, and only the head shard the broker and cluster rules.
+
 Each rule is re-judged only for what an event or a deadline touched: a topic whose route or
 template holders changed, a broker whose liveness changed, the expected brokers when masters
 come or go. Time-driven transitions come from deadlines, stamped with their own instant.
@@ -71,6 +74,7 @@ class Rules:
 
     def __init__(self, engine: EngineView) -> None:
         self.e = engine
+        self.head = engine.head
         self.facts = ClusterFacts(engine)
         self.life = TopicLife(engine, self.facts, KEEPING_KINDS)
         self.by_kind: dict[AlertKind, Rule] = {
@@ -82,12 +86,13 @@ class Rules:
         self._divergence = self._rule(NamesrvDivergence)
         self._no_route = self._rule(NoRouteInfo)
         self._rejected = self._rule(SendRejected)
-        # threshold -> what crosses it: the engine's (a registration's expiry, the end of an
-        # unregistered NameServer's 120 s as one of the cluster's), an auto-created topic's, and
-        # the rules'
+        # threshold -> what crosses it: the engine's own (a registration's expiry, the end of an
+        # unregistered NameServer's 120 s as one of the cluster's, the observer's silence) and
+        # an auto-created topic's, then the rules'
         self._thresholds: dict[str, Callable[[str, int], None]] = {
             "expire": self._expire,
             "linger": self._linger,
+            "collector_silent": self._silent,
             "settle": self.topic_changed,
             "forget": self.life.forget,
         }
@@ -113,22 +118,28 @@ class Rules:
 
     def _expire(self, key: str, at: int) -> None:
         ns, broker, broker_id = orjson.loads(key)
-        if self.e.expire((ns, broker, broker_id), at):
+        if self.e.expire((ns, broker, broker_id), at) and self.head:
             self._expired.expired(broker, broker_id, at)
             self.refresh_broker_evidence(at)
 
     def _linger(self, key: str, at: int) -> None:
         ns, broker, broker_id = orjson.loads(key)
-        if self.e.stop_lingering((ns, broker, broker_id), at):
+        if self.e.stop_lingering((ns, broker, broker_id), at) and self.head:
             self._divergence.judge(at)
+
+    def _silent(self, key: str, at: int) -> None:
+        if self.e.went_silent(at) and self.head:
+            self._rule(CollectorSilent).silent(at)
 
     # -- brokers --------------------------------------------------------------------------------
 
     def broker_heard(self, key: RegKey, ts: int, *, shutdown: bool) -> None:
-        self._expired.heard(key, ts, shutdown=shutdown)
+        if self.head:
+            self._expired.heard(key, ts, shutdown=shutdown)
 
     def full_registration(self, key: RegKey, reg: Reg, ts: int) -> None:
-        self._rule(TemplateMissing).full_registration(key, reg, ts)
+        if self.head:
+            self._rule(TemplateMissing).full_registration(key, reg, ts)
 
     def liveness_changed(self, key: RegKey, at: int, topics: list[str]) -> None:
         before = self.facts.expected_brokers(flipped=key)
@@ -138,13 +149,16 @@ class Rules:
         if before != after:
             for topic in sorted(self.e.meta.auto_topics):
                 self.topic_changed(topic, at)
-        self._divergence.judge(at)
+        if self.head:
+            self._divergence.judge(at)
 
     def refresh_broker_evidence(self, at: int) -> None:
         """An open alert's evidence states current facts: after a registration or a broker's
         expiry, every open alert of a ``refreshed`` kind (BROKER_EXPIRED: the topics no live
         broker holds; NAMESRV_DIVERGENCE: those the broker registers) is derived again; one
         whose evidence changed is updated in place."""
+        if not self.head:
+            return
         open_keys = [k for k in self.e.book.open if k[0] in self.refreshed]
         for kind, _, _, broker, broker_id in open_keys:
             assert broker is not None and broker_id is not None
@@ -153,28 +167,34 @@ class Rules:
     def broker_expired(
         self, broker: str, broker_id: int, at: int, *, gap: tuple[int, int] | None = None
     ) -> None:
-        self._expired.expired(broker, broker_id, at, gap=gap)
+        if self.head:
+            self._expired.expired(broker, broker_id, at, gap=gap)
 
     def table_stored(self, key: RegKey) -> None:
-        self._divergence.table_stored(key)
+        if self.head:
+            self._divergence.table_stored(key)
 
     def table_changed(self, key: RegKey, at: int) -> None:
         """A live registration changed a broker's table: that broker's NAMESRV_DIVERGENCE judged
         again (no other broker's tables or liveness changed; a registration that turns live is
         judged as a liveness change, every broker)."""
-        self._divergence.judge(at, only=(key[1], key[2]))
+        if self.head:
+            self._divergence.judge(at, only=(key[1], key[2]))
 
     # -- the observer ---------------------------------------------------------------------------
 
     def namesrvs_reached(self, obs: dict[str, Any], at: int, *, changed: bool) -> None:
         """A round's reach: NameServers it could not reach are unknown (no divergence is judged
         against them), and NAMESRV_UNREACHABLE says which."""
+        if not self.head:
+            return
         if changed:
             self._divergence.judge(at)
         self._rule(NamesrvUnreachable).reached(obs, at)
 
     def observer_back(self, obs: dict[str, Any], at: int) -> None:
-        self._rule(CollectorSilent).back(obs, at)
+        if self.head:
+            self._rule(CollectorSilent).back(obs, at)
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -185,7 +205,10 @@ class Rules:
 
     def topic_changed(self, topic: str, at: int) -> None:
         """Judge one topic again: every topic rule in the registry's order (a system topic
-        raises none but those judged for system topics, and is forgotten as any other)."""
+        raises none but those judged for system topics, and is forgotten as any other); in a
+        cluster kept in shards, only by the topic's own."""
+        if not self.e.owns(topic):
+            return
         view = TopicView(self.e, self.facts, topic)
         for rule in self.topic_rules:
             if view.system and not rule.system_topics:

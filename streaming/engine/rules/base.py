@@ -73,6 +73,7 @@ class EngineView(Protocol):
     :class:`streaming.engine.cluster.ClusterEngine`, is one; the rules do not import it)."""
 
     cluster: str
+    head: bool  # the cluster's head shard (streaming.engine.shards): its broker alerts' owner
     meta: Meta
     tables: LazyMap[RegKey, dict[str, Config]]
     topics: LazyMap[str, TopicState]
@@ -84,6 +85,10 @@ class EngineView(Protocol):
     def expire(self, key: RegKey, at: int) -> bool: ...
 
     def stop_lingering(self, key: RegKey, at: int) -> bool: ...
+
+    def went_silent(self, at: int) -> bool: ...
+
+    def owns(self, topic: str) -> bool: ...
 
     def topic_state(self, topic: str, *, create: bool = False) -> TopicState | None: ...
 

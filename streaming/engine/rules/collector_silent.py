@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from streaming.engine.alerts import REMEDIES
-from streaming.engine.observer import silent_after
 from streaming.engine.rules.base import Rule, iso
 
 __all__ = ["CollectorSilent"]
@@ -15,17 +14,12 @@ class CollectorSilent(Rule):
     kind = "COLLECTOR_SILENT"
     scope = "cluster"
     reads = frozenset({"observer"})
-    deadlines = ("collector_silent",)
 
-    def fire(self, deadline: str, key: str, at: int) -> None:
-        """Three of its intervals (at least 30 s) without a round; its brokers' expiries wait
-        for its return."""
+    def silent(self, at: int) -> None:
+        """The collector went silent (``ClusterEngine.went_silent``): three of its intervals (at
+        least 30 s) without a round; its brokers' expiries wait for its return."""
         obs = self.e.meta.observer
-        if obs is None or obs["silent_since"] is not None:
-            return
-        if obs["last"] + silent_after(obs["interval_ms"]) != at:
-            return  # (a round came since: a later deadline decides)
-        obs["silent_since"] = obs["last"]
+        assert obs is not None
         self.e.book.raise_or_update(
             self.facts.cluster_key(self.kind),
             at,

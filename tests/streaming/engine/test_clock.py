@@ -1,5 +1,6 @@
 """One clock over many state buckets: every bucket reaches the verdicts one intake would, so
-random traces, batchings, blocks and bucket counts give exactly the alerts of one bucket."""
+random traces, batchings, blocks, bucket counts and shards give exactly the alerts of one
+bucket."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.scenarios import SCENARIOS
-from streaming.engine.clock import Block, batch_max, bucket_of, in_block_priors, priors
+from streaming.engine.clock import Block, batch_max, in_block_priors, priors
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.runner import StreamRun, run_buckets, run_stream
@@ -28,12 +29,6 @@ def test_an_event_sees_the_blocks_ended_before_it_and_its_own_part() -> None:
     # an event of block b: block a has ended before it, block b's part is its own
     assert priors(["b|0", "b|1", "c|0"], [None, 30, None], blocks) == [100, 100, 400]
     assert batch_max(blocks) == 400
-
-
-def test_a_cluster_always_has_the_same_bucket() -> None:
-    assert bucket_of("c1", 7) == bucket_of("c1", 7)
-    assert {bucket_of(f"c{i}", 7) for i in range(40)} == set(range(7))
-    assert bucket_of(None, 7) == bucket_of("anything", 1) == 0
 
 
 def _in_cluster(trace: list[Arrival], cluster: str) -> list[Arrival]:
@@ -56,14 +51,22 @@ def _cut(rng: random.Random, items: list[Arrival], most: int) -> list[list[Arriv
 
 
 def _everything(run: StreamRun) -> dict[str, object]:
-    """All a run produced: every alert change of every cluster (each alert whole), every route
-    change, and the late and duplicate counts."""
+    """All a run produced: every alert change of every cluster (each alert whole, the versions
+    of each alert in order), every route change (of each topic in order), and the late and
+    duplicate counts. (A cluster in shards writes the changes of its topics in shards: the
+    order *between* two alerts, or two topics, is not kept, nor needed.)"""
+    alerts: dict[tuple[str, str], list[bytes]] = {}
+    routes: dict[tuple[str, str], list[object]] = {}
+    for c, r in sorted(run.clusters.items()):
+        for a in r.alert_changes:
+            alerts.setdefault((c, a.id), []).append(
+                orjson.dumps(a.to_dict(), option=orjson.OPT_SORT_KEYS)
+            )
+        for change in r.route_changes:
+            routes.setdefault((c, change.topic), []).append(change)
     return {
-        "alerts": {
-            c: [orjson.dumps(a.to_dict(), option=orjson.OPT_SORT_KEYS) for a in r.alert_changes]
-            for c, r in sorted(run.clusters.items())
-        },
-        "routes": {c: r.route_changes for c, r in sorted(run.clusters.items())},
+        "alerts": dict(sorted(alerts.items())),
+        "routes": dict(sorted(routes.items())),
         "late": run.late,
         "duplicates": run.duplicates,
     }
@@ -119,11 +122,14 @@ def test_buckets_give_exactly_the_alerts_of_one_intake(seed: int) -> None:
     evaluated = run_stream(stream, lateness_ms=lateness_ms)  # all in one batch, as evaluate
     assert evaluated.late, "the interleaving should make some events late"
 
-    for buckets in (1, 2, 7):
+    # (buckets, shards of each cluster): whole clusters in 1, 2 or 7 buckets, as many shards as
+    # buckets (as the job), and more or fewer
+    for buckets, shards in ((1, 1), (2, 1), (7, 1), (2, 2), (7, 7), (1, 3), (2, 5), (3, 2)):
         batches = [_cut(rng, batch, 50) for batch in _cut(rng, stream, 400)]
-        run = run_buckets(batches, buckets=buckets, lateness_ms=lateness_ms)
-        assert _everything(run) == _everything(_one_intake(batches, lateness_ms)), buckets
-        assert _alerts(run) == _alerts(evaluated), buckets
+        run = run_buckets(batches, buckets=buckets, lateness_ms=lateness_ms, shards=shards)
+        one = _one_intake(batches, lateness_ms)
+        assert _everything(run) == _everything(one), (buckets, shards)
+        assert _alerts(run) == _alerts(evaluated), (buckets, shards)
 
 
 def test_buckets_give_exactly_the_fleets_alerts() -> None:
@@ -138,5 +144,17 @@ def test_buckets_give_exactly_the_fleets_alerts() -> None:
     batches = [_cut(rng, batch, 120) for batch in _cut(rng, stream, 500)]
     reference = _everything(_one_intake(batches, 2000))
 
-    for buckets in (2, 7):
-        assert _everything(run_buckets(batches, buckets=buckets, lateness_ms=2000)) == reference
+    for buckets, shards in ((2, 1), (2, 2), (7, 7), (1, 4)):
+        run = run_buckets(batches, buckets=buckets, lateness_ms=2000, shards=shards)
+        assert _everything(run) == reference, (buckets, shards)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_scenario_gives_the_same_alerts_with_its_cluster_in_shards(name: str) -> None:
+    stream = arrivals(name, seed=3)
+    batches = [[batch] for batch in _cut(random.Random(3), stream, 80)]
+    whole = _everything(run_buckets(batches, buckets=1, lateness_ms=2000, shards=1))
+
+    for buckets, shards in ((1, 3), (3, 3), (2, 7)):
+        run = run_buckets(batches, buckets=buckets, lateness_ms=2000, shards=shards)
+        assert _everything(run) == whole, (buckets, shards)

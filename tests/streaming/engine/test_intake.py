@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from streaming.engine.intake import EVENT_ID, Held, Intake
+from streaming.engine.intake import Held, Intake, dedupe_id
 
 LATENESS_MS = 2_000
 
@@ -20,7 +20,7 @@ def _arrivals(n: int, seed: int) -> list[tuple[str, int, int | None, str]]:
         ts = 1_000_000 + i * 10 - (i % 7 == 0) * rng.randrange(1_500)
         if i % 5 == 0 and events:
             ts = events[-1][1]  # the same ts as the one before
-        events.append((f"e{i}", ts, None if i % 3 else i, f"raw{i}"))
+        events.append((dedupe_id("C", f"e{i}"), ts, None if i % 3 else i, f"raw{i}"))
     events += [events[i] for i in range(0, n, 50)]  # duplicates, arriving late
     rng.shuffle(events[-n // 10 :])
     return events
@@ -30,8 +30,8 @@ def _in_memory(arrivals: list[tuple[str, int, int | None, str]], cut: int) -> li
     intake = Intake(LATENESS_MS, 300_000)
     out = []
     for start in range(0, len(arrivals), cut):
-        out += [h[EVENT_ID] for h in intake.receive(arrivals[start : start + cut]).released]
-    return out + [h[EVENT_ID] for h in intake.flush()]
+        out += [h[-1] for h in intake.receive(arrivals[start : start + cut]).released]
+    return out + [h[-1] for h in intake.flush()]
 
 
 class _Caller:
@@ -41,6 +41,7 @@ class _Caller:
     def __init__(self) -> None:
         self.buckets: dict[int, list[tuple[int, int, int, str, str]]] = {}
         self.counts: dict[int, int] = {}
+        self.by_cluster: dict[str, int] = {}
         self.max_received: int | None = None
         self.arrivals = 0
         self.seen: dict[int, set[str]] = {}
@@ -56,9 +57,10 @@ class _Caller:
         intake.max_received, intake.arrivals = self.max_received, self.arrivals
         intake.seen = {second: set(ids) for second, ids in self.seen.items()}
         intake.keep_stored(dict(self.counts), self.load)
-        released = [h[EVENT_ID] for h in intake.receive(arrivals).released]
+        intake.held_by_cluster = dict(self.by_cluster)
+        released = [h[-1] for h in intake.receive(arrivals).released]
         if final:
-            released += [h[EVENT_ID] for h in intake.flush()]
+            released += [h[-1] for h in intake.flush()]
         for second, rows in intake.changed_held().items():
             self.written.append(second)
             if rows:
@@ -66,10 +68,12 @@ class _Caller:
             else:
                 self.buckets.pop(second, None)
         self.counts = dict(intake.held_counts)
+        self.by_cluster = dict(intake.held_by_cluster)
         self.max_received, self.arrivals = intake.max_received, intake.arrivals
         self.seen = intake.seen
         assert self.counts == {s: len(rows) for s, rows in self.buckets.items()}
         assert intake.held_count == sum(len(rows) for rows in self.buckets.values())
+        assert intake.held_by_cluster == ({"C": intake.held_count} if intake.held_count else {})
         return released
 
 
@@ -89,7 +93,7 @@ def test_held_events_kept_per_second_are_released_as_if_all_were_in_memory() -> 
 def test_a_batch_reads_and_writes_only_the_seconds_it_changes() -> None:
     # 10 s of events in order, 100 a second, in batches of one second
     arrivals: list[tuple[str, int, int | None, str]] = [
-        (f"e{i}", 1_000_000 + i * 10, i, f"raw{i}") for i in range(1_000)
+        (dedupe_id("C", f"e{i}"), 1_000_000 + i * 10, i, f"raw{i}") for i in range(1_000)
     ]
     caller = _Caller()
     for start in range(0, 900, 100):
@@ -114,11 +118,11 @@ def _model(
     sorted by (ts, seq or -1, arrival number); each batch's release, with the batch's index."""
     newest: int | None = None
     seen: set[str] = set()
-    held: list[tuple[int, int, int, str]] = []
+    held: list[tuple[int, int, int, str]] = []  # (ts, seq, arrival number, raw line)
     number = 0
     out = []
     for n, batch in enumerate(batches):
-        for event_id, ts, seq, _ in batch:
+        for event_id, ts, seq, raw in batch:
             before = newest
             newest = ts if newest is None else max(newest, ts)
             if event_id in seen:
@@ -127,7 +131,7 @@ def _model(
             if before is not None and before - ts > lateness_ms:
                 continue  # late
             number += 1
-            held.append((ts, -1 if seq is None else seq, number, event_id))
+            held.append((ts, -1 if seq is None else seq, number, raw))
         assert newest is not None
         ready = sorted(h for h in held if newest - h[0] > lateness_ms)
         held = [h for h in held if h not in ready]
@@ -144,3 +148,24 @@ def test_each_batch_releases_what_the_definition_says_in_its_order(seed: int) ->
     caller = _Caller()
     got = [(n, caller.batch(batch, final=False)) for n, batch in enumerate(batches)]
     assert got == _model(batches, LATENESS_MS)
+
+
+def test_each_cluster_s_held_events_are_counted_where_they_are_owned() -> None:
+    rng = random.Random(4)
+    arrivals, owners = [], []
+    for i in range(600):
+        cluster = rng.choice(["C", "D"])
+        owned = rng.random() < 0.7  # (the rest: copies another bucket owns)
+        arrivals.append((dedupe_id(cluster, f"e{i}"), 1_000_000 + i * 10, None, f"raw{i}"))
+        owners.append(cluster if owned else "")
+    intake = Intake(LATENESS_MS, 300_000)
+    held: list[int] = []  # the indices of the arrivals still held
+    for start in range(0, 600, 50):
+        released = intake.receive(arrivals[start : start + 50], owners=owners[start : start + 50])
+        gone = {h[-1] for h in released.released}
+        held = [i for i in [*held, *range(start, start + 50)] if f"raw{i}" not in gone]
+        expected = {c: sum(1 for i in held if owners[i] == c) for c in ("C", "D")}
+        assert intake.held_by_cluster == {c: n for c, n in expected.items() if n}
+        assert intake.held_count == len(held)  # (every copy is held, owned or not)
+    intake.flush()
+    assert intake.held_by_cluster == {}

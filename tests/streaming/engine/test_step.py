@@ -55,7 +55,7 @@ def test_a_reload_between_batches_changes_nothing() -> None:
     assert sorted(set(_alerts(kept_rows)) - set(_alerts(one_batch))) == []
 
 
-def test_the_entries_hold_the_clock_the_intake_and_each_clusters_state() -> None:
+def test_the_entries_hold_the_clock_the_intake_and_each_cluster_shards_state() -> None:
     entries = MemoryEntries()
     Step(lateness_ms=2000, dedupe_horizon_ms=300_000)(
         entries, _arrivals(arrivals(TRACE, seed=1)), final=True
@@ -64,8 +64,11 @@ def test_the_entries_hold_the_clock_the_intake_and_each_clusters_state() -> None
 
     assert {"clock", "intake"} <= names
     clock = orjson.loads(entries.data["clock"])
-    assert set(clock["clusters"]) == {"DefaultCluster"}
-    cluster_parts = [orjson.loads(n)[1] for n in names if n.startswith("[")]
+    assert set(clock["clusters"]) == {'["DefaultCluster",0]'}  # (cluster, shard)
+    assert {tuple(orjson.loads(n)[:2]) for n in names if n.startswith("[")} == {
+        ("DefaultCluster", 0)
+    }
+    cluster_parts = [orjson.loads(n)[2] for n in names if n.startswith("[")]
     assert "meta" in cluster_parts
     assert any(p.startswith("table/") for p in cluster_parts)
     buckets = [int(p.split("/")[1]) for p in cluster_parts if p.startswith(("route/", "topic/"))]
@@ -96,7 +99,7 @@ def test_a_busy_second_is_held_in_parts_below_the_part_size_and_removed_once_rel
 
     assert len(held) > 2 and all(len(d) <= PART_BYTES for d in held.values())
     assert set(held) == {f"held/{second}"} | {f"held/{second}/{i}" for i in range(1, len(held))}
-    assert [row[3] for row in stored] == [eid for eid, _, _, _ in trace[:-1]]
+    assert [row[-1] for row in stored] == [raw for _, _, _, raw in trace[:-1]]
     assert rows and not any(n.startswith(f"held/{second}") for n in entries.data)
     assert orjson.loads(entries.data["intake"])["held_parts"] == []
 

@@ -33,7 +33,7 @@ from routewatch.store import StoreError, StoreUnavailableError, open_store
 from routewatch.testing.kafka import KafkaBroker
 from routewatch.testing.parts import spark_kafka_jars
 from routewatch.testing.processes import group_alive, start_routewatch, stop, wait_for
-from streaming.engine.clock import bucket_of
+from streaming.engine.shards import HEAD_SHARD, shard_bucket
 from streaming.job.sink import job_name
 from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
@@ -49,9 +49,9 @@ CHUNK = 40  # events per spool file, and Kafka records per batch
 
 
 def _events() -> list[Event]:
-    # the job's default two state partitions: one cluster on each, so the kills hit state
-    # spread over both buckets
-    assert {bucket_of(c, 2) for c in CLUSTERS} == {0, 1}
+    # the job's default two state partitions: each cluster's head shard (its broker alerts) on
+    # another, so the kills hit head and topic shards in both buckets
+    assert {shard_bucket(c, HEAD_SHARD, 2) for c in CLUSTERS} == {0, 1}
     return on_clusters(CLUSTERS, first_seed=7)
 
 

@@ -156,10 +156,12 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused_in_one_sentence(
     assert "delete the checkpoint and the store, and start again" in message
     assert message.count(". ") == 0 and message.endswith(".")
 
-    # one of layout 2 (the whole stream in one group, before state buckets): refused alike
-    (checkpoint / LAYOUT_FILE).write_text("2\n")
-    with pytest.raises(RoutewatchError, match=r"holds state in layout 2, which this routewatch"):
-        start_stream(spark, settings, "spool")
+    # one of layout 2 (the whole stream in one group, before state buckets), or 3 (each cluster
+    # whole in one bucket, before shards): refused alike
+    for layout in ("2\n", "3\npartitions 2\n"):
+        (checkpoint / LAYOUT_FILE).write_text(layout)
+        with pytest.raises(RoutewatchError, match=rf"in layout {layout[0]}, which this routewatch"):
+            start_stream(spark, settings, "spool")
 
 
 def _checksum_files(checkpoint: Path) -> set[str]:

@@ -7,11 +7,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 
+from streaming.engine.shards import event_shards, owner_shard, shard_bucket
 from streaming.stages.read import (
+    _ARROW_SCHEMA,
     _by_size,
     pack_batches,
     pack_events,
@@ -237,3 +239,57 @@ def test_a_bucket_s_rows_are_cut_as_one_greedy_pass_would_cut_them(
     runs = _by_size(np.array(indices, dtype=np.int64), np.array(sizes, dtype=np.int64), limit)
 
     assert [run.tolist() for run in runs] == expected
+
+
+_ROW = st.tuples(
+    st.sampled_from([None, "C", "D", "Cluster07", "DefaultCluster"]),  # cluster
+    st.sampled_from(
+        [None, "send", "proxy_route_miss", "route_pull", "heartbeat", "collector_round"]
+    ),  # type (None: bad input)
+    st.sampled_from([None, "T", "TopicA", "orders-7", "TBW102"]),  # topic
+    st.booleans(),  # a block summary
+)
+
+
+@settings(deadline=None)  # (the first example's Arrow kernels take their time)
+@given(st.lists(_ROW, min_size=1, max_size=40), st.sampled_from([1, 2, 3, 7]))
+def test_each_row_goes_to_the_buckets_of_the_shards_that_apply_it_and_its_owner_s_owns_it(
+    rows: list[tuple[str | None, str | None, str | None, bool]], n: int
+) -> None:
+    columns: dict[str, list[Any]] = {name: [] for name in _ARROW_SCHEMA.names}
+    # (a valid event always names its cluster; bad input may not)
+    rows = [(c if c or k is None else "C", k, t, s) for c, k, t, s in rows]
+    for i, (cluster, kind, topic, summary) in enumerate(rows):
+        for name in _ARROW_SCHEMA.names:
+            columns[name].append(None)
+        columns["value"][i] = None if summary else f"line {i}"
+        columns["arrival"][i] = f"{i:09d}"
+        columns["cluster"][i], columns["topic"][i] = cluster, topic
+        columns["type"][i] = None if summary else kind
+        columns["reason"][i] = "bad_json" if kind is None and not summary else None
+    batch = pa.RecordBatch.from_pydict(columns, schema=_ARROW_SCHEMA)
+    keys = [100 + b for b in range(n)]
+
+    expected: dict[int, list[tuple[str, bool]]] = {key: [] for key in keys}
+    for i, (cluster, kind, topic, summary) in enumerate(rows):
+        if summary:  # (every bucket, to keep the clock)
+            for key in keys:
+                expected[key].append((f"{i:09d}", True))
+            continue
+        if kind is None:  # bad input: its cluster's head shard
+            applied: list[int] = [0]
+            owner = 0
+        else:
+            applied = list(event_shards(kind, topic, n))
+            owner = owner_shard(kind, topic, n)
+        for bucket in sorted({shard_bucket(cluster, s, n) for s in applied}):
+            owned = bucket == shard_bucket(cluster, owner, n)
+            expected[keys[bucket]].append((f"{i:09d}", owned))
+
+    found: dict[int, list[tuple[str, bool]]] = {key: [] for key in keys}
+    for packed in pack_batches(iter([batch]), keys, chunk_bytes=20):
+        for key, blob in zip(*packed.to_pydict().values(), strict=True):
+            table = unpack_chunks([blob])
+            found[key] += zip(table["arrival"].to_pylist(), table["owned"].to_pylist(), strict=True)
+
+    assert {key: sorted(rows) for key, rows in found.items()} == expected
