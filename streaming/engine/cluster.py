@@ -232,7 +232,7 @@ class ClusterEngine:
             if reg.parts and any(p is None for p in reg.parts.values()) and not reg.amended:
                 reg.round_base = dict(self.tables.get(key) or {})
             reg.amended = True
-            changed = self._store_table(key, self._configs(e), ts, replace=False, routed=was_live)
+            changed = self._store_table(key, _configs(e), ts, replace=False, routed=was_live)
         else:
             complete, table = self._full_table(key, reg, e)
             if complete:
@@ -311,11 +311,11 @@ class ClusterEngine:
         if parts <= 1:
             reg.parts, reg.parts_version, reg.round_base = {}, None, None
             reg.version, reg.amended = version, False
-            return True, None if known else self._configs(e)
+            return True, None if known else _configs(e)
         if reg.parts_version != version or not reg.parts:
             reg.parts, reg.parts_version, reg.round_base = {}, version, None
         # a part of the table's own version is not kept (most registrations of a large table)
-        reg.parts[e.get("part") or 0] = None if known else self._configs(e)
+        reg.parts[e.get("part") or 0] = None if known else _configs(e)
         if len(reg.parts) < parts:
             return False, None
         received = list(reg.parts.values())
@@ -332,24 +332,23 @@ class ClusterEngine:
         reg.version, reg.amended = version, False
         return True, table
 
-    def _configs(self, e: dict[str, Any]) -> dict[str, Config]:
-        """A registration's topic table as this shard keeps it: whole in the head shard; in any
-        other, its own topics and the cluster's system topics (TBW102, the broker's own, ...)."""
-        table = _configs(e)
-        if self.head or self.shards <= 1:
-            return table
-        brokers = {e["broker"]}
-        return {
-            t: c
-            for t, c in table.items()
-            if self.owns(t) or is_system_topic(t, self.cluster, brokers)
-        }
+    def routed(self, topic: str, broker: str) -> bool:
+        """Whether this shard keeps ``topic``'s routes from ``broker``'s registrations and
+        judges it after they change: every topic in the head shard; in any other, its own
+        topics and the cluster's system topics (TBW102, the broker's own, ...)."""
+        return (
+            self.head
+            or self.owns(topic)
+            or is_system_topic(topic, self.cluster, frozenset((broker,)))
+        )
 
     def _store_table(
         self, key: RegKey, topics: dict[str, Config], ts: int, *, replace: bool, routed: bool
     ) -> list[str]:
         """Store a registration's topics (the whole table, or added to it); the topics whose
-        config changed. ``routed``: the registration is live, so its routes change at ``ts``."""
+        config changed that this shard routes (:meth:`routed`: a shard keeps every table
+        whole, the routes of its own topics). ``routed``: the registration is live, so its
+        routes change at ``ts``."""
         old = self.tables.get(key) or {}
         new = topics if replace else {**old, **topics}
         changed: list[tuple[str, Config | None]] = [
@@ -363,6 +362,8 @@ class ClusterEngine:
         self.rules.table_stored(key)
         if key[2] == 0:
             self.meta.regs[key].read_only = _read_only(key[1], new)
+        if not self.head:
+            changed = [(t, c) for t, c in changed if self.routed(t, key[1])]
         for topic, config in changed:
             holders = self.routes.get(topic) or {}
             if config is None:
@@ -409,7 +410,8 @@ class ClusterEngine:
             if self.owns(topic):
                 change = RouteChange(topic, key, at, config if reg.live else None)
                 self.out.route_changes.append(change)
-        self.rules.liveness_changed(key, at, list(table))
+        routed = list(table) if self.head else [t for t in table if self.routed(t, key[1])]
+        self.rules.liveness_changed(key, at, routed)
 
     def expire(self, key: RegKey, at: int) -> bool:
         """The expiry deadline of a registration: drop it if it is still silent."""
@@ -546,8 +548,19 @@ class ClusterEngine:
         return state
 
     def live_holders(self, topic: str) -> dict[RegKey, Config]:
+        """The live registrations that list ``topic``, with its config in each: from its
+        routes where this shard keeps them (every registration's), else from the tables (a
+        topic of another shard, which NO_ROUTE_INFO reads when it is a producer's
+        ``createTopicKey``: rare, and exact)."""
         regs = self.meta.regs
-        return {k: c for k, c in (self.routes.get(topic) or {}).items() if regs[k].live}
+        if self.head or self.owns(topic) or is_system_topic(topic, self.cluster):
+            return {k: c for k, c in (self.routes.get(topic) or {}).items() if regs[k].live}
+        found = {}
+        for key, reg in regs.items():
+            config = (self.tables.get(key) or {}).get(topic) if reg.live else None
+            if config is not None:
+                found[key] = config
+        return found
 
     def finish(self) -> None:
         """Fold the alert book back into the meta state and drop topics whose rule state

@@ -4,11 +4,12 @@ A cluster's state is split into ``shards`` shards (the number of state buckets, 
 checkpoint). Shard ``s`` holds the topics whose CRC-32 is ``s`` modulo ``shards``: their routes,
 their rule state and their topic alerts. Every shard keeps the cluster-wide facts the topic
 rules read (docs/streaming.md, "What each rule reads"), from every registration, collector
-round and route pull of the cluster: every registration's liveness and flags, and of each table
-the shard's own topics and the cluster's system topics (TBW102, the broker-named topics, ...);
-every client's NameServer state. **Shard 0**, the cluster's *head*, keeps the whole tables
-besides, and owns the alerts about brokers and the cluster (expiry, template, divergence, the
-collector), which read every topic's routes.
+round and route pull of the cluster: every registration's liveness, flags and whole table, and
+every client's NameServer state; of the routes, those of its own topics and the cluster's system
+topics (TBW102, the broker-named topics, ...), a topic of another shard being read from the
+tables when a rule asks (a producer's ``createTopicKey``). **Shard 0**, the cluster's *head*,
+keeps every topic's routes, and owns the alerts about brokers and the cluster (expiry,
+template, divergence, the collector), which read every topic's routes.
 
 So a delivered send, a failed one and a proxy's route miss go to their topic's shard alone; a
 registration, a collector round and a route pull go to every shard (the pull's topic part is

@@ -78,6 +78,8 @@ class StreamEngine:
         self.mine = mine
         self.engines: dict[str, ClusterEngine] = {}
         self._pairs: dict[tuple[str, int], ClusterEngine] = {}  # (the same, by pair)
+        # cluster -> topic -> the engine of the topic's shard (a send's, looked up once a batch)
+        self._by_topic: dict[str, dict[str, ClusterEngine]] = {}
 
     def engine(self, cluster: str, shard: int = 0) -> ClusterEngine:
         """A cluster shard's engine, loaded once per batch."""
@@ -86,6 +88,14 @@ class StreamEngine:
             key = engine_key(cluster, shard)
             engine = self.engines[key] = self._pairs[cluster, shard] = self._load(cluster, shard)
             self.clock.clusters.setdefault(key, None)
+        return engine
+
+    def _topic_engine(self, cluster: str, topic: str) -> ClusterEngine:
+        """The engine of the shard that holds ``topic`` (of ``cluster``)."""
+        of_cluster = self._by_topic.get(cluster)
+        if of_cluster is None:
+            of_cluster = self._by_topic[cluster] = {}
+        engine = of_cluster[topic] = self.engine(cluster, shard_of(topic, self.shards))
         return engine
 
     def targets(self, event: dict[str, Any]) -> list[ClusterEngine]:
@@ -125,10 +135,13 @@ class StreamEngine:
 
     def _apply(self, released: Iterable[Held]) -> None:
         now = self.clock.stream_time
+        by_topic = self._by_topic
         for ts, seq, _, _, value in released:
             if value.startswith(MARK):  # a delivered send: the commonest, and the cheapest
                 cluster, status, topic = delivered(value)
-                engine = self.engine(cluster, shard_of(topic, self.shards))
+                engine = (by_topic.get(cluster) or {}).get(topic) or self._topic_engine(
+                    cluster, topic
+                )
                 engine.delivered(ts, None if seq == NO_SEQ else seq, status, topic)
             elif value.startswith(HEAD):
                 self._apply_registration(value)

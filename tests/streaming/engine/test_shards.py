@@ -7,6 +7,7 @@ from __future__ import annotations
 import orjson
 
 from streaming.engine.cluster import ClusterEngine
+from streaming.engine.runner import run_buckets
 from streaming.engine.shards import (
     HEAD_SHARD,
     event_shards,
@@ -44,7 +45,9 @@ def test_a_send_goes_to_its_topics_shard_and_a_registration_to_every_shard() -> 
         assert owner_shard(kind, None, 4) == HEAD_SHARD
 
 
-def test_a_shard_keeps_its_topics_and_the_system_topics_and_the_head_keeps_all() -> None:
+def test_every_shard_keeps_the_whole_table_and_the_routes_of_its_topics_and_the_system_ones() -> (
+    None
+):
     topics = {f"topic-{i}": 4 for i in range(20)}
     trace = Trace()
     trace.hb(0, "broker-a", {**topics, "broker-a": 4, "SCHEDULE_TOPIC_XXXX": 1}, dv="v1")
@@ -55,14 +58,42 @@ def test_a_shard_keeps_its_topics_and_the_system_topics_and_the_head_keeps_all()
         engine.apply_event(event)
 
     system = {"TBW102", "broker-a", "SCHEDULE_TOPIC_XXXX"}
-    head = shards[HEAD_SHARD].tables.get(key) or {}
-    assert set(head) == set(topics) | system
-    for engine in shards[1:]:
-        table = engine.tables.get(key) or {}
-        assert set(table) == {t for t in topics if shard_of(t, 3) == engine.shard} | system
+    for engine in shards:
+        assert set(engine.tables.get(key) or {}) == set(topics) | system
+        routed = {t for t in [*topics, *system] if engine.routes.get(t)}
+        if engine.shard == HEAD_SHARD:
+            assert routed == set(topics) | system
+        else:
+            assert routed == {t for t in topics if shard_of(t, 3) == engine.shard} | system
     # each topic's route changes are written by its own shard alone
     written = [c.topic for engine in shards for c in engine.out.route_changes]
     assert sorted(written) == sorted({*topics, *system})
     # and the registration is counted, and its broker's state written, by the head alone
     assert [e.out.events for e in shards] == [{"heartbeat": 1}, {}, {}]
     assert [bool(e.out.touched_regs) for e in shards] == [True, False, False]
+
+
+def test_a_create_topic_key_of_another_shard_is_read_from_the_tables_exactly() -> None:
+    # a producer whose createTopicKey is a topic of the cluster's, routed by a live broker,
+    # fails on a topic of a shard that is neither the key's nor the head: its NO_ROUTE_INFO is
+    # not a key mismatch there either
+    key = "MyTemplate"
+    topic = next(
+        t
+        for t in (f"T{i}" for i in range(50))
+        if all(shard_of(t, n) not in (HEAD_SHARD, shard_of(key, n)) for n in (2, 3))
+    )
+    trace = Trace()
+    trace.every(0, 150, 30, "a", topics={key: 4})
+    trace.send(5, topic, "NO_ROUTE_INFO", default_topic=key)
+    trace.send(6, "Other", "NO_ROUTE_INFO", default_topic="AUTO_CREATE_TOPIC_KEY")  # (a mismatch)
+    batches = [[trace.arrivals()]]
+
+    def causes(buckets: int) -> dict[str, str | None]:
+        run = run_buckets(batches, buckets=buckets, lateness_ms=2000)
+        return {a.topic or "": a.cause for a in run.final_alerts() if a.kind == "NO_ROUTE_INFO"}
+
+    whole = causes(1)
+    assert whole[topic] != "CREATE_TOPIC_KEY_MISMATCH"
+    assert whole["Other"] == "CREATE_TOPIC_KEY_MISMATCH"
+    assert causes(2) == causes(3) == whole
