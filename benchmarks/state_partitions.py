@@ -2,7 +2,7 @@
 state buckets (issue 38) gain, how the job grows with cores, and what one big cluster costs.
 
     .venv/bin/python -m benchmarks.state_partitions [--clusters 10] [--warm 32] [--steady 60]
-        [--batch 10] [--partitions 1,2] [--one-core] [--big] [--repeat 1]
+        [--batch 10] [--partitions 1,2] [--one-core] [--big] [--repeat 1] [--cluster-shards 0]
 
 The reference fleet (``emitter.fleet``) is written as one spool file per second of traffic and
 published whole (with ``--big``, also **one big cluster** of the same topic-broker pairs: 1
@@ -22,6 +22,8 @@ traffic per micro-batch (as the job takes in a backlog):
    as the JVM's first job and 5.25 s as its third, the fleet 6.13 s as its second and 3.31 s
    as its fourth), which is what made ``big_cluster_ratio`` swing between runs.
    ``--repeat`` runs every job that many times, in rounds, and takes each one's median.
+   ``--cluster-shards`` is every job's ``ROUTEWATCH_CLUSTER_SHARDS`` (0, the default: as many
+   shards per cluster as partitions; 1: each cluster whole in one task).
 
 With ``--one-core``, the job with the largest number of partitions runs once more over the
 fleet pinned to one core (``taskset -c 0``, ``local[1]``): the scaling from one core to two
@@ -30,7 +32,8 @@ fleet pinned to one core (``taskset -c 0``, ``local[1]``): the scaling from one 
 ``big_cluster_ratio`` is the big cluster's processing time per second of traffic over the
 fleet's, at the largest number of partitions. Rates are over the batches after the first
 ``--warm`` seconds (every broker's first registration). Records the section
-``state_partitions`` of ``benchmarks/results/latest.json``.
+``state_partitions`` of ``benchmarks/results/latest.json`` (with ``--cluster-shards`` other than
+0, ``state_partitions_shards_<n>``, and no headline figure).
 """
 
 from __future__ import annotations
@@ -59,12 +62,16 @@ def _settings(data_dir: Path, batch_s: int) -> StreamingSettings:
 
 
 def job_settings(
-    data_dir: Path, batch_s: int, partitions: int, store_dir: Path
+    data_dir: Path, batch_s: int, partitions: int, store_dir: Path, shards: int = 0
 ) -> StreamingSettings:
-    """The job over the spool of ``data_dir`` with ``partitions`` state partitions and its store
-    in ``store_dir``."""
+    """The job over the spool of ``data_dir`` with ``partitions`` state partitions, ``shards``
+    per cluster (0: as many as partitions) and its store in ``store_dir``."""
     return _settings(data_dir, batch_s).model_copy(
-        update={"state_partitions": partitions, "store_url": f"sqlite:///{store_dir / 'store.db'}"}
+        update={
+            "state_partitions": partitions,
+            "cluster_shards": shards,
+            "store_url": f"sqlite:///{store_dir / 'store.db'}",
+        }
     )
 
 
@@ -100,7 +107,9 @@ def job_run(args: argparse.Namespace) -> dict[str, Any]:
     first, _ = _batches(args)
     data_dir = Path(args.data_dir)
     with tempfile.TemporaryDirectory(prefix="routewatch-job-", dir=data_dir.parent) as tmp:
-        job = job_settings(data_dir, args.batch, int(args.partitions), Path(tmp))
+        job = job_settings(
+            data_dir, args.batch, int(args.partitions), Path(tmp), args.cluster_shards
+        )
         spark = spark_session(args.master, "routewatch-bench", {"spark.driver.memory": "1g"})
         spark.sparkContext.setLogLevel("ERROR")
         try:
@@ -121,6 +130,7 @@ def _child(args: argparse.Namespace, data_dir: Path, partitions: int, one_core: 
         "--child", "--data-dir", str(data_dir), "--partitions", str(partitions),
         "--master", "local[1]" if one_core else "local[2]",
         "--warm", str(args.warm), "--steady", str(args.steady), "--batch", str(args.batch),
+        "--cluster-shards", str(args.cluster_shards),
     ]  # fmt: skip
     pin = ("taskset", "-c", "0") if one_core else ()
     return child_result("benchmarks.state_partitions", argv, CHILD_MARK, pin)
@@ -132,6 +142,7 @@ def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
     first, seconds = _batches(args)
     spec = FleetSpec(clusters=args.clusters, duration=seconds)
     out: dict[str, Any] = {"master": "local[2]", "jobs_in_own_jvm": True, "repeat": args.repeat}
+    out["cluster_shards"] = args.cluster_shards or "partitions"
     inputs = {"job": spec}
     if args.big:
         inputs["big"] = FleetSpec(
@@ -197,6 +208,9 @@ def main() -> None:
     parser.add_argument("--one-core", action="store_true", help="also local[1] on one core")
     parser.add_argument("--big", action="store_true", help="also one big cluster")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each job (median)")
+    parser.add_argument(
+        "--cluster-shards", type=int, default=0, help="shards per cluster (0: as partitions)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
@@ -250,6 +264,9 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
         for k, v in figures.items()
         if k in ("capacity_ratio", "core_scaling", "big_cluster_ratio")
     }
+    if result["cluster_shards"] != "partitions":  # (not the job's default: its own section)
+        record(f"state_partitions_shards_{result['cluster_shards']}", {**result, **figures})
+        return
     record("state_partitions", {**result, **figures}, **headline)
 
 

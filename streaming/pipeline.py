@@ -59,13 +59,16 @@ def partitions_of(spark: SparkSession) -> int:
     return int(str(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def by_bucket(events: DataFrame, keys: list[int] | None = None) -> GroupedData:
+def by_bucket(
+    events: DataFrame, keys: list[int] | None = None, shards: int | None = None
+) -> GroupedData:
     """Events grouped for the stateful stage: one group per state bucket (``keys``: their
-    grouping keys, found by default), bad input with the cluster it names; packed a few
-    thousand to a row (:func:`streaming.stages.read.pack_events`)."""
+    grouping keys, found by default), each cluster in ``shards`` shards (as many as buckets by
+    default), bad input with the cluster it names; packed a few thousand to a row
+    (:func:`streaming.stages.read.pack_events`)."""
     if keys is None:
         keys = state_keys(events.sparkSession, partitions_of(events.sparkSession))
-    return pack_events(events, keys).groupBy("bucket")
+    return pack_events(events, keys, shards).groupBy("bucket")
 
 
 def track_clusters(
@@ -74,19 +77,27 @@ def track_clusters(
     lateness_ms: int,
     dedupe_horizon_ms: int,
     final: bool = False,
+    shards: int | None = None,
 ) -> DataFrame:
     """Events -> changes of every cluster's route tables and alerts, and bad input kept with
     its reason, in one pass (a streaming DataFrame cannot be cached, so two branches over
-    ``events`` would read and validate the input twice)."""
+    ``events`` would read and validate the input twice); each cluster in ``shards`` shards."""
     keys = state_keys(events.sparkSession, partitions_of(events.sparkSession))
-    return _tracked(by_bucket(events, keys), keys, lateness_ms, dedupe_horizon_ms, final)
+    grouped = by_bucket(events, keys, shards)
+    return _tracked(grouped, keys, shards, lateness_ms, dedupe_horizon_ms, final)
 
 
 def _tracked(
-    grouped: GroupedData, keys: list[int], lateness_ms: int, dedupe_horizon_ms: int, final: bool
+    grouped: GroupedData,
+    keys: list[int],
+    shards: int | None,
+    lateness_ms: int,
+    dedupe_horizon_ms: int,
+    final: bool,
 ) -> DataFrame:
+    processor = StreamProcessor(lateness_ms, dedupe_horizon_ms, keys, final, shards)
     return grouped.transformWithStateInPandas(
-        statefulProcessor=StreamProcessor(lateness_ms, dedupe_horizon_ms, keys, final),
+        statefulProcessor=processor,
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
         timeMode="None",
@@ -100,12 +111,14 @@ def changes(
     dedupe_horizon_ms: int,
     final: bool = False,
     by_event_time: bool = False,
+    shards: int | None = None,
 ) -> DataFrame:
     """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
 
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
     partitions) and are interleaved by event time (see ``streaming.stages.read``).
+    ``shards``: each cluster's shards by topic (as many as the state buckets by default).
     """
     keys = state_keys(lines.sparkSession, partitions_of(lines.sparkSession))
-    grouped = read_packed(lines, keys, by_event_time=by_event_time).groupBy("bucket")
-    return _tracked(grouped, keys, lateness_ms, dedupe_horizon_ms, final)
+    grouped = read_packed(lines, keys, shards, by_event_time=by_event_time).groupBy("bucket")
+    return _tracked(grouped, keys, shards, lateness_ms, dedupe_horizon_ms, final)

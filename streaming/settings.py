@@ -50,6 +50,15 @@ class StreamingSettings(Settings):
         "to this many cores; about the cores of all its executors. Fixed per checkpoint: a "
         "resumed job keeps the number its checkpoint was started with.",
     )
+    cluster_shards: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="Shards by topic of each cluster's state, spread over the state partitions "
+        "(0: as many as the state partitions, so that one large cluster uses them all; 1: each "
+        "cluster whole in one, which suits many clusters of like size: a shard applies every "
+        "registration of its cluster). Fixed per checkpoint, as the partitions.",
+    )
     state_memory_mb: int = Field(
         default=256,
         ge=16,

@@ -97,6 +97,7 @@ def evaluate_runs(
             lateness_ms=settings.lateness_ms,
             dedupe_horizon_ms=settings.dedupe_horizon_ms,
             final=True,
+            shards=settings.cluster_shards or None,
         ).collect()
         detected = int(time.time() * 1000)
         alerts = [dataclasses.asdict(StoredAlert.detected(a, detected)) for a in final_alerts(rows)]

@@ -43,22 +43,25 @@ log = logging.getLogger("routewatch.stream")
 LAYOUT_FILE = "routewatch-state-layout"
 
 
-def check_checkpoint(checkpoint: Path, partitions: int) -> int:
+def check_checkpoint(checkpoint: Path, partitions: int, shards: int = 0) -> tuple[int, int]:
     """Resume only a checkpoint whose state this version reads: a new one is marked with the
-    state layout and its number of state partitions (``partitions``); one marked with another
-    layout, or written before layouts were marked, is refused with one sentence saying what to
-    do. Returns the checkpoint's number of state partitions."""
+    state layout, its number of state partitions (``partitions``) and of shards per cluster
+    (``shards``, 0: as many as the partitions); one marked with another layout, or written
+    before layouts were marked, is refused with one sentence saying what to do. Returns the
+    checkpoint's number of state partitions and of shards per cluster."""
     marker = checkpoint / LAYOUT_FILE
     if marker.is_file():
         found, _, rest = marker.read_text().strip().partition("\n")
-        if found == str(STATE_LAYOUT) and rest.startswith("partitions "):
-            return int(rest.split()[1])
+        fields = dict(line.split(" ", 1) for line in rest.splitlines() if " " in line)
+        if found == str(STATE_LAYOUT) and {"partitions", "shards"} <= set(fields):
+            return int(fields["partitions"]), int(fields["shards"])
     else:
         offsets = checkpoint / "offsets"
         if not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
             checkpoint.mkdir(parents=True, exist_ok=True)
-            marker.write_text(f"{STATE_LAYOUT}\npartitions {partitions}\n")
-            return partitions
+            shards = shards or partitions
+            marker.write_text(f"{STATE_LAYOUT}\npartitions {partitions}\nshards {shards}\n")
+            return partitions, shards
         found = "an earlier one"
     raise RoutewatchError(
         f"the checkpoint {checkpoint} holds state in layout {found}, which this routewatch "
@@ -76,7 +79,17 @@ def start_stream(
     """Start the long-running job over ``source`` (``spool`` or ``kafka``), writing to the
     store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given."""
     checkpoint = checkpoint or settings.checkpoint_dir / source
-    partitions = check_checkpoint(checkpoint, settings.state_partitions)
+    partitions, shards = check_checkpoint(
+        checkpoint, settings.state_partitions, settings.cluster_shards
+    )
+    if shards != (settings.cluster_shards or settings.state_partitions):
+        log.warning(
+            "the checkpoint %s was started with %d shards per cluster, which it keeps: "
+            "ROUTEWATCH_CLUSTER_SHARDS applies to a new checkpoint only (docs/operations.md, "
+            "Sizing)",
+            checkpoint,
+            shards,
+        )
     if partitions != settings.state_partitions:
         log.warning(
             "the checkpoint %s was started with %d state partitions, which it keeps: "
@@ -99,6 +112,7 @@ def start_stream(
         lateness_ms=settings.lateness_ms,
         dedupe_horizon_ms=settings.dedupe_horizon_ms,
         by_event_time=source == "kafka",
+        shards=shards,
     )
     listener = progress_log(spark)
     query = (

@@ -283,41 +283,51 @@ def _in(column: pa.Array, values: frozenset[str]) -> np.ndarray:
     return np.asarray(pc.fill_null(found, False), dtype=bool)
 
 
-def _destinations(batch: pa.RecordBatch, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _destinations(
+    batch: pa.RecordBatch, n: int, shards: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's state bucket — where the cluster shard that owns it lives
-    (:func:`streaming.engine.shards.shard_bucket`) — and whether every bucket receives it (a
-    block summary, or an event every shard of its cluster applies)."""
+    (:func:`streaming.engine.shards.shard_bucket`) —, its cluster's head shard's bucket (-1:
+    none, bucket 0), and whether it goes to the bucket of each of its cluster's shards (an
+    event every shard applies) or to every bucket (a block summary: ``summary``, apart)."""
     base = _crc_of(batch.column("cluster"), n)  # the cluster's head shard's bucket; -1: none
-    topic_shard = _crc_of(batch.column("topic"), n)
+    topic_shard = _crc_of(batch.column("topic"), shards)
     kind = batch.column("type")
-    summary = np.asarray(pc.is_null(batch.column("value")), dtype=bool)
     valid = np.asarray(pc.is_valid(kind), dtype=bool)
     by_topic = _in(kind, TOPIC_EVENTS) & (topic_shard >= 0)
     owner_shard = np.where(_in(kind, OWNED_BY_HEAD) | (topic_shard < 0), 0, topic_shard)
     owner = np.where(base < 0, 0, (np.maximum(base, 0) + np.where(valid, owner_shard, 0)) % n)
-    return owner, summary | (valid & ~by_topic)
+    return owner, base, valid & ~by_topic
 
 
 def pack_batches(
-    batches: Iterator[pa.RecordBatch], keys: list[int], chunk_bytes: int = CHUNK_BYTES
+    batches: Iterator[pa.RecordBatch],
+    keys: list[int],
+    chunk_bytes: int = CHUNK_BYTES,
+    shards: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of events (:data:`EVENTS_SCHEMA`) -> rows per state bucket: the events its
-    cluster shards apply (:mod:`streaming.engine.shards`, as many shards per cluster as
-    buckets; bad input naming no cluster: bucket 0) and every block summary, as Arrow IPC with
+    cluster shards apply (:mod:`streaming.engine.shards`, ``shards`` per cluster, as many as
+    buckets by default; bad input naming no cluster: bucket 0) and every block summary, as
+    Arrow IPC with
     an ``owned`` column (whether this bucket counts the event, and reports it if late or a
     duplicate), under ``keys[bucket]``, each row about ``chunk_bytes`` of events at most
     (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a bucket's rows back in arrival order)."""
     n = len(keys)
+    shards = shards or n
     for batch in batches:
         if not batch.num_rows:
             continue
         sizes = _sizes(batch)
-        owner, everywhere = _destinations(batch, n)
+        owner, base, every_shard = _destinations(batch, n, shards)
         summary = np.asarray(pc.is_null(batch.column("value")), dtype=bool)
         out_keys, blobs = [], []
         for bucket in range(n):
             mine = owner == bucket
-            indices = np.flatnonzero(mine | everywhere)
+            # (shard s of a cluster lives in bucket (base + s) mod n: this bucket holds one
+            # of the cluster's shards when (bucket - base) mod n is below the shards)
+            holds = (bucket - np.maximum(base, 0)) % n < shards
+            indices = np.flatnonzero(mine | summary | (every_shard & holds))
             owned = pa.array(mine[indices] | summary[indices], pa.bool_())
             for run in _by_size(indices, sizes, chunk_bytes):
                 part = batch.take(pa.array(run, pa.int32()))
@@ -330,24 +340,29 @@ def pack_batches(
         )
 
 
-def pack_events(events: DataFrame, keys: list[int]) -> DataFrame:
+def pack_events(events: DataFrame, keys: list[int], shards: int | None = None) -> DataFrame:
     """Validated events -> packed rows of :data:`CHUNKS_SCHEMA` (see :func:`unpack_chunks`),
-    one state bucket per key of ``keys``."""
-    pack = functools.partial(pack_batches, keys=keys)
+    one state bucket per key of ``keys``, ``shards`` per cluster (as many as buckets by
+    default)."""
+    pack = functools.partial(pack_batches, keys=keys, shards=shards)
     return events.select(*_ARROW_SCHEMA.names).mapInArrow(pack, CHUNKS_SCHEMA)
 
 
 def _validate_and_pack(
-    batches: Iterator[pa.RecordBatch], keys: list[int], by_event_time: bool
+    batches: Iterator[pa.RecordBatch], keys: list[int], shards: int | None, by_event_time: bool
 ) -> Iterator[pa.RecordBatch]:
-    return pack_batches(validate_batches(batches, by_event_time), keys)
+    return pack_batches(validate_batches(batches, by_event_time), keys, shards=shards)
 
 
-def read_packed(lines: DataFrame, keys: list[int], *, by_event_time: bool = False) -> DataFrame:
+def read_packed(
+    lines: DataFrame, keys: list[int], shards: int | None = None, *, by_event_time: bool = False
+) -> DataFrame:
     """``(value, origin)`` lines -> validated events packed for the state buckets of ``keys``
     (:func:`read_events`, then :func:`pack_events`), in one pass over each batch: one Python
     worker and one trip of the events between Spark's JVM and Python instead of two."""
-    run = functools.partial(_validate_and_pack, keys=keys, by_event_time=by_event_time)
+    run = functools.partial(
+        _validate_and_pack, keys=keys, shards=shards, by_event_time=by_event_time
+    )
     return lines.select("value", "origin").mapInArrow(run, CHUNKS_SCHEMA)
 
 

@@ -136,25 +136,32 @@ class StreamProcessor(StatefulProcessor):
 
     ``final``: the input is finite and this is its only batch (``evaluate``): everything held
     back by the lateness bound is applied at the end. ``keys``: the grouping key of each state
-    bucket (``streaming.pipeline.state_keys``), from which a group knows which bucket it is.
+    bucket (``streaming.pipeline.state_keys``), from which a group knows which bucket it is;
+    ``shards``: each cluster's shards (as many as buckets by default).
     """
 
     def __init__(
-        self, lateness_ms: int, dedupe_horizon_ms: int, keys: list[int], final: bool = False
+        self,
+        lateness_ms: int,
+        dedupe_horizon_ms: int,
+        keys: list[int],
+        final: bool = False,
+        shards: int | None = None,
     ) -> None:
         self.lateness_ms, self.dedupe_horizon_ms = lateness_ms, dedupe_horizon_ms
         self.keys = keys
         self.final = final
+        self.shards = shards or len(keys)
 
     def _step(self, key: Any) -> Step:
-        """The step of the bucket whose grouping key is ``key``: each cluster in as many shards
-        as buckets, of which it holds those that live in it."""
+        """The step of the bucket whose grouping key is ``key``: each cluster in ``shards``
+        shards, of which it holds those that live in it."""
         n, bucket = len(self.keys), self.keys.index(int(key[0]))
 
         def mine(cluster: str, shard: int) -> bool:
             return shard_bucket(cluster, shard, n) == bucket
 
-        return Step(self.lateness_ms, self.dedupe_horizon_ms, shards=n, mine=mine)
+        return Step(self.lateness_ms, self.dedupe_horizon_ms, shards=self.shards, mine=mine)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         _, key_ddl, value_ddl = STATE_VARIABLES["entries"]

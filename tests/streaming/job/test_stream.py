@@ -164,6 +164,30 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused_in_one_sentence(
             start_stream(spark, settings, "spool")
 
 
+def test_a_checkpoint_keeps_the_shards_per_cluster_it_was_started_with(
+    spark: SparkSession, tmp_path: Path, reference: list[tuple[Any, ...]]
+) -> None:
+    chunks = _cut(_lines(), 25)
+    half = len(chunks) // 2
+    whole = load(
+        StreamingSettings,
+        data_dir=tmp_path,
+        max_files_per_trigger=1,
+        trigger_interval_s=0.1,
+        cluster_shards=1,  # (each cluster whole in one of the two state partitions)
+    )
+    _publish(whole.spool_dir, chunks[:half])
+    _run(spark, whole)
+    marker = whole.checkpoint_dir / "spool" / LAYOUT_FILE
+    assert marker.read_text().splitlines()[1:] == ["partitions 2", "shards 1"]
+
+    _publish(whole.spool_dir, chunks[half:], first=half)
+    _run(spark, _settings(tmp_path))  # (the default: as many shards as partitions)
+
+    assert marker.read_text().splitlines()[1:] == ["partitions 2", "shards 1"]
+    assert _identity(open_store(whole.store_url).alerts()) == reference
+
+
 def _checksum_files(checkpoint: Path) -> set[str]:
     """The .crc files of what each batch writes: its offsets, commit, file list, changelogs."""
     return {

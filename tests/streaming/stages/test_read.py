@@ -252,9 +252,13 @@ _ROW = st.tuples(
 
 
 @settings(deadline=None)  # (the first example's Arrow kernels take their time)
-@given(st.lists(_ROW, min_size=1, max_size=40), st.sampled_from([1, 2, 3, 7]))
+@given(
+    st.lists(_ROW, min_size=1, max_size=40),
+    st.sampled_from([1, 2, 3, 7]),
+    st.sampled_from([None, 1, 2, 3, 7]),
+)
 def test_each_row_goes_to_the_buckets_of_the_shards_that_apply_it_and_its_owner_s_owns_it(
-    rows: list[tuple[str | None, str | None, str | None, bool]], n: int
+    rows: list[tuple[str | None, str | None, str | None, bool]], n: int, shards: int | None
 ) -> None:
     columns: dict[str, list[Any]] = {name: [] for name in _ARROW_SCHEMA.names}
     # (a valid event always names its cluster; bad input may not)
@@ -280,14 +284,14 @@ def test_each_row_goes_to_the_buckets_of_the_shards_that_apply_it_and_its_owner_
             applied: list[int] = [0]
             owner = 0
         else:
-            applied = list(event_shards(kind, topic, n))
-            owner = owner_shard(kind, topic, n)
+            applied = list(event_shards(kind, topic, shards or n))
+            owner = owner_shard(kind, topic, shards or n)
         for bucket in sorted({shard_bucket(cluster, s, n) for s in applied}):
             owned = bucket == shard_bucket(cluster, owner, n)
             expected[keys[bucket]].append((f"{i:09d}", owned))
 
     found: dict[int, list[tuple[str, bool]]] = {key: [] for key in keys}
-    for packed in pack_batches(iter([batch]), keys, chunk_bytes=20):
+    for packed in pack_batches(iter([batch]), keys, chunk_bytes=20, shards=shards):
         for key, blob in zip(*packed.to_pydict().values(), strict=True):
             table = unpack_chunks([blob])
             found[key] += zip(table["arrival"].to_pylist(), table["owned"].to_pylist(), strict=True)
