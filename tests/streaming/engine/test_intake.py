@@ -152,7 +152,8 @@ def test_each_batch_releases_what_the_definition_says_in_its_order(seed: int) ->
 
 def test_each_cluster_s_held_events_are_counted_where_they_are_owned() -> None:
     rng = random.Random(4)
-    arrivals, owners = [], []
+    arrivals: list[tuple[str, int, int | None, str]] = []
+    owners: list[str] = []
     for i in range(600):
         cluster = rng.choice(["C", "D"])
         owned = rng.random() < 0.7  # (the rest: copies another bucket owns)
