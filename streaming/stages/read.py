@@ -309,10 +309,10 @@ def pack_batches(
     """Batches of events (:data:`EVENTS_SCHEMA`) -> rows per state bucket: the events its
     cluster shards apply (:mod:`streaming.engine.shards`, ``shards`` per cluster, as many as
     buckets by default; bad input naming no cluster: bucket 0) and every block summary, as
-    Arrow IPC with
-    an ``owned`` column (whether this bucket counts the event, and reports it if late or a
-    duplicate), under ``keys[bucket]``, each row about ``chunk_bytes`` of events at most
-    (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a bucket's rows back in arrival order)."""
+    Arrow IPC with an ``owned`` column (whether this bucket counts the event, and reports it if
+    late or a duplicate), under ``keys[bucket]``, each row about ``chunk_bytes`` of events at
+    most (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a bucket's rows back in arrival
+    order)."""
     n = len(keys)
     shards = shards or n
     for batch in batches:
