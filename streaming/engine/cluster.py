@@ -33,7 +33,7 @@ from routewatch.rocketmq import (
 from streaming.engine.alerts import AlertBook
 from streaming.engine.observer import silent_after
 from streaming.engine.rules import CLIENT_FORGET_MS, FAILURE_QUIET_MS, Rules
-from streaming.engine.shards import HEAD_SHARD, TOPIC_EVENTS, owner_shard, shard_of
+from streaming.engine.shards import HEAD_SHARD, owner_shard, shard_of
 from streaming.engine.state import (
     Config,
     Holder,
@@ -161,10 +161,6 @@ class ClusterEngine:
     def owns(self, topic: str) -> bool:
         """Whether ``topic``'s routes, rule state and alerts are this shard's."""
         return self.shards <= 1 or shard_of(topic, self.shards) == self.shard
-
-    def receives(self, event: dict[str, Any]) -> bool:
-        """Whether this shard applies ``event`` (a send or a route miss: its topic's shard)."""
-        return event["type"] not in TOPIC_EVENTS or self.owns(event["topic"])
 
     # -- events ---------------------------------------------------------------------------------
 

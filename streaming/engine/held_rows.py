@@ -8,7 +8,7 @@ compressed (zlib, level 1: event JSON compresses about 8:1 at a few ms per MB):
 
     zlib( header JSON "\\n" raw events, concatenated )
 
-where the header is ``[[ts, seq, arrival, event_id, characters], ...]``, one entry per event,
+where the header is ``[[ts, seq, arrival, owner, characters], ...]``, one entry per event,
 in the order of the raw events.
 
 A second's events are stored in parts of at most :data:`PART_BYTES` compressed bytes
@@ -44,11 +44,11 @@ _RAW_PER_PART = 6 * PART_BYTES
 
 
 def pack(rows: Iterable[Held]) -> bytes:
-    """Held events (``ts, seq, arrival, event_id, raw``) -> compressed bytes."""
+    """Held events (``ts, seq, arrival, owner, raw``) -> compressed bytes."""
     header = []
     raws = []
-    for ts, seq, arrival, event_id, raw in rows:
-        header.append((ts, seq, arrival, event_id, len(raw)))
+    for ts, seq, arrival, owner, raw in rows:
+        header.append((ts, seq, arrival, owner, len(raw)))
         raws.append(raw)
     data = orjson.dumps(header) + b"\n" + "".join(raws).encode()
     return zlib.compress(data, LEVEL)
@@ -86,8 +86,8 @@ def unpack(blob: bytes) -> list[Held]:
     body = data[split + 1 :].decode()
     held = []
     at = 0
-    for ts, seq, arrival, event_id, length in orjson.loads(data[:split]):
-        held.append((ts, seq, arrival, event_id, body[at : at + length]))
+    for ts, seq, arrival, owner, length in orjson.loads(data[:split]):
+        held.append((ts, seq, arrival, owner, body[at : at + length]))
         at += length
     if at != len(body):
         raise ValueError(f"packed held events end at {at} of {len(body)} characters")

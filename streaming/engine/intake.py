@@ -47,9 +47,9 @@ def cluster_of(dedupe: str) -> str:
     return rest[: int(length)]
 
 
-Held = tuple[int, int, int, str, str]
+Held = tuple[int, int, int, str | None, str]
 """One event waiting for release, ``(ts, seq, arrival, owner, value)`` (``seq``: ``NO_SEQ``
-if it has none; ``owner``: the cluster whose held events it counts among, or ``""`` when
+if it has none; ``owner``: the cluster whose held events it counts among, or None when
 another state bucket counts it; ``value``: its raw line or its compact form), ordered as a
 tuple: by ``ts``,
 then ``seq``, then ``arrival`` — events with the same ``ts`` and no ``seq`` keep the order they
@@ -104,7 +104,7 @@ class Intake:
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
-        owners: list[str] | None = None,
+        owners: list[str | None] | None = None,
     ) -> IntakeResult:
         """Take ``(event_id, ts, seq, raw)`` in arrival order; return what is released.
 
@@ -115,7 +115,7 @@ class Intake:
         the whole batch; without them this intake is the whole stream. ``compact[i]``, if given
         and not None, is what arrival ``i`` is held and released as instead of its raw line
         (:mod:`streaming.engine.compact`). ``owners[i]``, if given, is the cluster of arrival ``i``
-        if this intake owns it, or ``""``: then it is judged as any other, but neither reported
+        if this intake owns it, or None: then it is judged as any other, but neither reported
         if late or a duplicate nor counted among its cluster's held events (another state
         bucket that received it too does both: :mod:`streaming.engine.shards`); without
         ``owners`` this intake owns every arrival."""
@@ -132,7 +132,7 @@ class Intake:
             bucket = ts // 1000
             ids = self.seen.get(bucket)
             if ids is not None and event_id in ids:
-                if owners is None or owners[i]:
+                if owners is None or owners[i] is not None:
                     out.duplicates.append(raw)
                 continue
             if ids is None:
@@ -140,7 +140,7 @@ class Intake:
             ids.add(event_id)
             self.touched_buckets.add(bucket)
             if newest is not None and newest - ts > self.lateness_ms:
-                if owners is not None and not owners[i]:
+                if owners is not None and owners[i] is None:
                     continue
                 out.late.append(
                     (
@@ -156,7 +156,7 @@ class Intake:
                 self._load_bucket(bucket)
             value = raw if compact is None else compact[i] or raw
             owner = cluster_of(event_id) if owners is None else owners[i]
-            if owner:
+            if owner is not None:
                 by_cluster[owner] = by_cluster.get(owner, 0) + 1
             self._new.append((ts, NO_SEQ if seq is None else seq, self.arrivals, owner, value))
             self.held_counts[bucket] = self.held_counts.get(bucket, 0) + 1
@@ -205,7 +205,7 @@ class Intake:
                 del counts[bucket]
             self.changed_buckets.add(bucket)
             owner = held[OWNER]
-            if owner:
+            if owner is not None:
                 by_cluster[owner] -= 1
                 if not by_cluster[owner]:
                     del by_cluster[owner]

@@ -9,13 +9,27 @@ counts back from the change rows the step returns (:mod:`routewatch.changes`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import orjson
 
 from routewatch.alerts import Alert
-from routewatch.changes import DUPLICATES, LATE, BadLine, ChangeRow, Count, RouteChange, decode
+from routewatch.changes import (
+    DUPLICATES,
+    LATE,
+    BadLine,
+    BrokerState,
+    Change,
+    ChangeRow,
+    ClusterClock,
+    Count,
+    RouteChange,
+    TopicCreated,
+    combine_clocks,
+    decode,
+)
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 from streaming.engine.clock import Block, batch_max, in_block_priors, priors
@@ -53,6 +67,11 @@ class StreamRun:
     clusters: dict[str, ClusterRun] = field(default_factory=dict)
     late: int = 0
     duplicates: int = 0
+    # every count by (cluster, name, label); broker states and created topics, as written;
+    # after each batch, each cluster's held events (those of the clusters holding any)
+    counts: Counter[tuple[str | None, str, str]] = field(default_factory=Counter)
+    facts: list[tuple[str | None, str]] = field(default_factory=list)
+    held: list[dict[str | None, int]] = field(default_factory=list)
 
     def cluster(self, name: str) -> ClusterRun:
         return self.clusters.setdefault(name, ClusterRun())
@@ -62,9 +81,17 @@ class StreamRun:
         return [a for name in sorted(self.clusters) for a in self.clusters[name].final_alerts()]
 
     def add(self, rows: Iterable[ChangeRow]) -> None:
-        """Take in the changes of one step."""
+        """Take in the changes of one batch (of every state bucket, for the clocks: the
+        store adds up a batch's clock rows of one cluster)."""
+        clocks: list[tuple[str | None, Change]] = []
         for row in rows:
             change = decode(row)
+            if isinstance(change, Count):
+                self.counts[(row.cluster, change.name, change.label)] += change.value
+            elif isinstance(change, BrokerState | TopicCreated):
+                self.facts.append((row.cluster, repr(change)))
+            elif isinstance(change, ClusterClock):
+                clocks.append((row.cluster, change))
             if isinstance(change, Alert):
                 self.cluster(change.cluster).alert_changes.append(change)
             elif isinstance(change, RouteChange):
@@ -76,6 +103,11 @@ class StreamRun:
                 self.duplicates += change.value
             elif row.cluster is not None:
                 self.cluster(row.cluster)
+        if clocks:
+            combined = combine_clocks(clocks)
+            self.held.append(
+                {c: k.held for c, k in combined if isinstance(k, ClusterClock) and k.held}
+            )
 
 
 def run_stream(
@@ -117,7 +149,7 @@ def run_buckets(
     ``(event_id, ts, seq, raw)`` arrivals (together, in arrival order); every bucket takes the
     events of its cluster shards (:mod:`streaming.engine.shards`) and every block's summary, and
     steps on its own entries (:mod:`streaming.engine.clock`)."""
-    shards = buckets if shards is None else shards
+    shards = shards or buckets
     steps = [
         Step(lateness_ms, dedupe_horizon_ms, shards=shards, mine=_bucket_holds(b, buckets))
         for b in range(buckets)
@@ -145,29 +177,30 @@ def run_buckets(
                     prior_list.append(prior)
                     arrivals.append((dedupe_id(cluster, event_id), ts, seq, raw))
                     forms.append(form)
-                    owners.append(cluster if bucket == owner else "")
+                    owners.append(cluster if bucket == owner else None)
         top = batch_max(summaries)
+        if not summaries:
+            continue  # (no valid event: no bucket is called, as in Spark)
+        rows: list[ChangeRow] = []
         for bucket, (keys, prior_list, arrivals, forms, owners) in enumerate(own):
-            if not summaries:
-                continue  # (no valid event: no bucket is called, as in Spark)
-            run.add(
-                steps[bucket](
-                    entries[bucket],
-                    arrivals,
-                    priors=priors(keys, prior_list, summaries),
-                    batch_max=top,
-                    compact=forms,
-                    owners=owners,
-                )
+            rows += steps[bucket](
+                entries[bucket],
+                arrivals,
+                priors=priors(keys, prior_list, summaries),
+                batch_max=top,
+                compact=forms,
+                owners=owners,
             )
-    for step, bucket_entries in zip(steps, entries, strict=True):
-        run.add(step(bucket_entries, [], final=True))
+        run.add(rows)
+    run.add(
+        [row for step, got in zip(steps, entries, strict=True) for row in step(got, [], final=True)]
+    )
     return run
 
 
 # one bucket's part of a batch: arrival keys, in-block priors, arrivals, compact forms, and
-# each arrival's cluster if the bucket owns it ("" if not)
-Own = tuple[list[str], list[int | None], list[Arrival], list[str | None], list[str]]
+# each arrival's cluster if the bucket owns it (None if not)
+Own = tuple[list[str], list[int | None], list[Arrival], list[str | None], list[str | None]]
 
 
 def _bucket_holds(bucket: int, buckets: int) -> Callable[[str, int], bool]:

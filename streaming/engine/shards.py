@@ -31,6 +31,7 @@ __all__ = [
     "HEAD_SHARD",
     "OWNED_BY_HEAD",
     "TOPIC_EVENTS",
+    "TOPIC_TYPES",
     "engine_key",
     "event_shards",
     "owner_shard",
@@ -41,6 +42,8 @@ __all__ = [
 HEAD_SHARD = 0
 TOPIC_EVENTS = frozenset({"send", "proxy_route_miss"})  # (go to their topic's shard alone)
 OWNED_BY_HEAD = frozenset({"heartbeat", "collector_round"})  # (owned by the head, topic or not)
+# the event types whose ``topic`` is the contract's (another type's is an unknown extra field)
+TOPIC_TYPES = frozenset({"send", "proxy_route_miss", "route_pull"})
 
 
 def shard_of(topic: str, shards: int) -> int:

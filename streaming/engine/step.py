@@ -74,7 +74,7 @@ class Step:
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
-        owners: list[str] | None = None,
+        owners: list[str | None] | None = None,
     ) -> list[ChangeRow]:
         """Apply one batch: ``arrivals`` (valid events, ``(dedupe id, ts, seq, raw)``, in
         arrival order) and ``bad`` input (the cluster it names, if any, and the line); with
@@ -86,7 +86,7 @@ class Step:
         arrival, and in the whole batch (:mod:`streaming.engine.clock`). ``compact``: the
         arrivals' compact forms, held instead of their raw lines where given
         (:mod:`streaming.engine.compact`). ``owners``: the cluster of each arrival this bucket
-        owns — reports if late or a duplicate, counts while held — and ``""`` for the others
+        owns — reports if late or a duplicate, counts while held — and None for the others
         (an event several buckets receive is owned by one); all by default."""
         out = [encode_bad(cluster, line) for cluster, line in bad]
         layout = StateLayout(entries, self.lateness_ms, self.dedupe_horizon_ms, self.shards)
@@ -100,14 +100,19 @@ class Step:
             layout.save_engine(engine)
             out += _engine_changes(engine.cluster, engine, clock.stream_time)
         out += _intake_changes(result.late, result.duplicates, clock.stream_time)
-        # a row per cluster with a shard here, with the events of it held here (the store adds
-        # up a batch's rows of one cluster: routewatch.changes.combine_clocks)
-        held = intake.held_by_cluster
-        for cluster in sorted({orjson.loads(key)[0] for key in clock.clusters}):
-            cluster_clock = ClusterClock(
-                clock.stream_time, intake.max_received, held.get(cluster, 0)
-            )
-            out.append(encode_clock(cluster, cluster_clock))
+        # a row per cluster with a shard or a held event here, with the events of it held here:
+        # the store adds up a batch's rows of one cluster (routewatch.changes.combine_clocks),
+        # so they are written only when every bucket takes part in the batch — it received
+        # the batch's block summaries, or it is the whole stream (not a batch of bad input
+        # alone, which reaches only the buckets it names)
+        if priors is None or batch_max is not None:
+            held = intake.held_by_cluster
+            known = {orjson.loads(key)[0] for key in clock.clusters}
+            for cluster in sorted(known | set(held)):
+                cluster_clock = ClusterClock(
+                    clock.stream_time, intake.max_received, held.get(cluster, 0)
+                )
+                out.append(encode_clock(cluster, cluster_clock))
         layout.save_intake(intake)
         layout.save_clock(clock)
         return out

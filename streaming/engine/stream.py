@@ -111,12 +111,12 @@ class StreamEngine:
         priors: list[int | None] | None = None,
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
-        owners: list[str] | None = None,
+        owners: list[str | None] | None = None,
     ) -> IntakeResult:
         """Take one batch of arrivals: apply what the lateness bound releases, then let time
         pass for every cluster. ``priors`` and ``batch_max``: what the rest of the stream
         received, when this engine holds only some of its clusters; ``compact``: the arrivals'
-        compact forms; ``owners``: the cluster of each that this bucket owns, ``""`` for the
+        compact forms; ``owners``: the cluster of each that this bucket owns, None for the
         others (:meth:`Intake.receive`)."""
         result = self.intake.receive(arrivals, priors, batch_max, compact, owners)
         self._apply(result.released)

@@ -53,8 +53,18 @@ def check_checkpoint(checkpoint: Path, partitions: int, shards: int = 0) -> tupl
     if marker.is_file():
         found, _, rest = marker.read_text().strip().partition("\n")
         fields = dict(line.split(" ", 1) for line in rest.splitlines() if " " in line)
-        if found == str(STATE_LAYOUT) and {"partitions", "shards"} <= set(fields):
-            return int(fields["partitions"]), int(fields["shards"])
+        if found == str(STATE_LAYOUT):
+            try:
+                stored = int(fields["partitions"])
+                # (a marker without shards: as many as partitions, as this layout began)
+                return stored, int(fields.get("shards", stored))
+            except (KeyError, ValueError):
+                raise RoutewatchError(
+                    f"the checkpoint {checkpoint} has a state layout marker ({marker}) that "
+                    "does not say its state partitions: reset the job — stop it, delete the "
+                    "checkpoint and the store, and start again (docs/operations.md, Resetting "
+                    "the job)."
+                ) from None
     else:
         offsets = checkpoint / "offsets"
         if not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
@@ -82,7 +92,7 @@ def start_stream(
     partitions, shards = check_checkpoint(
         checkpoint, settings.state_partitions, settings.cluster_shards
     )
-    if shards != (settings.cluster_shards or settings.state_partitions):
+    if shards != (settings.cluster_shards or partitions):
         log.warning(
             "the checkpoint %s was started with %d shards per cluster, which it keeps: "
             "ROUTEWATCH_CLUSTER_SHARDS applies to a new checkpoint only (docs/operations.md, "

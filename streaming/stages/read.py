@@ -34,7 +34,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 from streaming.engine.compact import shipped
-from streaming.engine.shards import OWNED_BY_HEAD, TOPIC_EVENTS, shard_of
+from streaming.engine.shards import OWNED_BY_HEAD, TOPIC_EVENTS, TOPIC_TYPES, shard_of
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -130,7 +130,7 @@ def validate_batches(
             cols["arrival"].append(arrival)
             cols["cluster"].append(obj["cluster"])
             cols["type"].append(obj["type"])
-            cols["topic"].append(obj.get("topic"))
+            cols["topic"].append(obj["topic"] if obj["type"] in TOPIC_TYPES else None)
             cols["ts"].append(obj["ts"])
             cols["seq"].append(obj.get("seq"))
             cols["event_id"].append(obj["event_id"])

@@ -177,7 +177,7 @@ class StreamProcessor(StatefulProcessor):
         keys: list[str] = []
         own: list[int | None] = []
         forms: list[str | None] = []
-        owners: list[str] = []
+        owners: list[str | None] = []
         blocks: list[Block] = []
         bad: list[tuple[str | None, BadLine]] = []
         for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held, owned in zip(
@@ -190,7 +190,7 @@ class StreamProcessor(StatefulProcessor):
                 keys.append(arrival)
                 own.append(prior)
                 forms.append(None if held is None else held_form(held, value))
-                owners.append(cluster if owned else "")
+                owners.append(cluster if owned else None)
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
         out = self._step(key)(

@@ -52,9 +52,11 @@ def _cut(rng: random.Random, items: list[Arrival], most: int) -> list[list[Arriv
 
 def _everything(run: StreamRun) -> dict[str, object]:
     """All a run produced: every alert change of every cluster (each alert whole, the versions
-    of each alert in order), every route change (of each topic in order), and the late and
-    duplicate counts. (A cluster in shards writes the changes of its topics in shards: the
-    order *between* two alerts, or two topics, is not kept, nor needed.)"""
+    of each alert in order), every route change (of each topic in order), the late and
+    duplicate counts and every other count, the broker states and created topics written, and
+    each cluster's held events after each batch. (A cluster in shards writes the changes of
+    its topics in shards: the order *between* two alerts, or two topics, is not kept, nor
+    needed.)"""
     alerts: dict[tuple[str, str], list[bytes]] = {}
     routes: dict[tuple[str, str], list[object]] = {}
     for c, r in sorted(run.clusters.items()):
@@ -69,6 +71,9 @@ def _everything(run: StreamRun) -> dict[str, object]:
         "routes": dict(sorted(routes.items())),
         "late": run.late,
         "duplicates": run.duplicates,
+        "counts": dict(sorted(run.counts.items(), key=repr)),
+        "facts": sorted(run.facts, key=repr),
+        "held": run.held,
     }
 
 

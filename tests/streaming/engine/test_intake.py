@@ -39,7 +39,7 @@ class _Caller:
     with the intake's counters; counts the buckets read and written."""
 
     def __init__(self) -> None:
-        self.buckets: dict[int, list[tuple[int, int, int, str, str]]] = {}
+        self.buckets: dict[int, list[Held]] = {}
         self.counts: dict[int, int] = {}
         self.by_cluster: dict[str, int] = {}
         self.max_received: int | None = None
@@ -153,20 +153,22 @@ def test_each_batch_releases_what_the_definition_says_in_its_order(seed: int) ->
 def test_each_cluster_s_held_events_are_counted_where_they_are_owned() -> None:
     rng = random.Random(4)
     arrivals: list[tuple[str, int, int | None, str]] = []
-    owners: list[str] = []
+    owners: list[str | None] = []
     for i in range(600):
-        cluster = rng.choice(["C", "D"])
+        cluster = rng.choice(["C", "D", ""])  # (a cluster may be named "")
         owned = rng.random() < 0.7  # (the rest: copies another bucket owns)
         arrivals.append((dedupe_id(cluster, f"e{i}"), 1_000_000 + i * 10, None, f"raw{i}"))
-        owners.append(cluster if owned else "")
+        owners.append(cluster if owned else None)
     intake = Intake(LATENESS_MS, 300_000)
     held: list[int] = []  # the indices of the arrivals still held
     for start in range(0, 600, 50):
         released = intake.receive(arrivals[start : start + 50], owners=owners[start : start + 50])
         gone = {h[-1] for h in released.released}
         held = [i for i in [*held, *range(start, start + 50)] if f"raw{i}" not in gone]
-        expected = {c: sum(1 for i in held if owners[i] == c) for c in ("C", "D")}
+        expected = {c: sum(1 for i in held if owners[i] == c) for c in ("C", "D", "")}
         assert intake.held_by_cluster == {c: n for c, n in expected.items() if n}
         assert intake.held_count == len(held)  # (every copy is held, owned or not)
+    again = intake.receive(arrivals[:40], owners=owners[:40])  # (duplicates: owned ones said)
+    assert len(again.duplicates) == sum(1 for o in owners[:40] if o is not None)
     intake.flush()
     assert intake.held_by_cluster == {}

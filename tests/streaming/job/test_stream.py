@@ -18,7 +18,7 @@ from routewatch.settings import load
 from routewatch.store import open_store
 from streaming.job.evaluate import evaluate_traces
 from streaming.job.sink import job_name
-from streaming.job.stream import LAYOUT_FILE, start_stream
+from streaming.job.stream import LAYOUT_FILE, check_checkpoint, start_stream
 from streaming.settings import StreamingSettings
 from streaming.spark.session import LOCAL_CHECKPOINT_FS_KEY
 from tests.support.stores import EngineJob, batches, snapshot
@@ -186,6 +186,25 @@ def test_a_checkpoint_keeps_the_shards_per_cluster_it_was_started_with(
 
     assert marker.read_text().splitlines()[1:] == ["partitions 2", "shards 1"]
     assert _identity(open_store(whole.store_url).alerts()) == reference
+
+
+def test_a_checkpoint_s_marker_gives_its_partitions_and_shards_or_one_clear_sentence(
+    tmp_path: Path,
+) -> None:
+    checkpoint = tmp_path / "checkpoint"
+    assert check_checkpoint(checkpoint, 4, 1) == (4, 1)  # (a new one: marked)
+    assert check_checkpoint(checkpoint, 2, 0) == (4, 1)  # (then kept)
+    (checkpoint / LAYOUT_FILE).unlink()
+    assert check_checkpoint(checkpoint, 3, 0) == (3, 3)  # (0: as many as the partitions)
+    (checkpoint / LAYOUT_FILE).write_text("4\npartitions 2\n")  # (before the shards setting)
+    assert check_checkpoint(checkpoint, 3, 1) == (2, 2)
+
+    (checkpoint / LAYOUT_FILE).write_text("4\npartitions two\n")
+    with pytest.raises(RoutewatchError) as refused:
+        check_checkpoint(checkpoint, 2, 0)
+    message = str(refused.value)
+    assert "does not say its state partitions: reset the job" in message
+    assert message.count(". ") == 0 and message.endswith(".")
 
 
 def _checksum_files(checkpoint: Path) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -22,6 +23,7 @@ from streaming.stages.read import (
     unpack_chunks,
     validate_batches,
 )
+from tests.streaming.engine.events import Trace
 
 GOOD = (
     '{"v":1,"type":"send","ts":1000,"cluster":"C","event_id":"p-1","seq":7,"client_id":"c",'
@@ -297,3 +299,18 @@ def test_each_row_goes_to_the_buckets_of_the_shards_that_apply_it_and_its_owner_
             found[key] += zip(table["arrival"].to_pylist(), table["owned"].to_pylist(), strict=True)
 
     assert {key: sorted(rows) for key, rows in found.items()} == expected
+
+
+def test_a_topic_field_of_an_event_type_without_one_is_ignored() -> None:
+    # (the contract ignores unknown fields: a registration's "topic" is not its topic)
+    trace = Trace()
+    trace.hb(0, "broker-a", {"T": 4})
+    event = orjson.loads(trace.arrivals()[0][3])
+    line = orjson.dumps({**event, "topic": 7}).decode()
+    schema = pa.schema([("value", pa.string()), ("origin", pa.string())])
+    lines = pa.RecordBatch.from_pydict({"value": [line], "origin": ["f1"]}, schema=schema)
+
+    (batch,) = validate_batches(iter([lines]))
+
+    assert batch.column("reason").to_pylist() == [None, None]  # (the event, then its summary)
+    assert batch.column("topic").to_pylist() == [None, None]
