@@ -137,6 +137,7 @@ from routewatch.testing.processes import (
     wait_for,
 )
 from streaming.engine import ClusterEngine, Intake
+from streaming.engine.intake import dedupe_id
 from streaming.engine.runner import DEFAULT_DEDUPE_HORIZON_MS
 from streaming.engine.stream import StreamEngine
 from streaming.settings import StreamingSettings
@@ -320,7 +321,7 @@ def first_seen(
         engine = ClusterEngine(cluster)
         for i, item in enumerate(items):
             e = item.event
-            intake.receive([(e.event_id, e.ts, e.seq, encode(e).decode())])
+            intake.receive([(dedupe_id(cluster, e.event_id), e.ts, e.seq, encode(e).decode())])
             for *_, value in intake.flush():
                 engine.apply(value)
             for a in engine.book.take_changes():
@@ -329,7 +330,7 @@ def first_seen(
     stream = StreamEngine(Intake(lateness_ms, DEFAULT_DEDUPE_HORIZON_MS))
     for i, item in enumerate(items):
         e = item.event
-        stream.receive([(e.event_id, e.ts, e.seq, encode(e).decode())])
+        stream.receive([(dedupe_id(cluster, e.event_id), e.ts, e.seq, encode(e).decode())])
         for a in stream.engine(cluster).book.take_changes():
             seen.setdefault((a.kind, a.topic, a.broker, a.broker_id, a.opened_at), i)
     return seen
