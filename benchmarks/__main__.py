@@ -5,9 +5,10 @@
 Each benchmark runs in a process of its own, with its default settings and the options that
 make it record every headline figure of its own (:data:`BENCHMARKS`; run one alone with
 ``python -m benchmarks.<name> --help`` to change them), and records its figures as it ends;
-``--table`` only prints the table of what is recorded. Takes about an hour and a half on the
-2-core development machine; nothing else should run meanwhile, since every figure is a rate or
-a latency on a shared CPU.
+``--table`` only prints the table of what is recorded. Takes about an hour and three quarters
+on the 2-core development machine; nothing else should run meanwhile, since every figure is a
+rate or a latency on a shared CPU. ``design_speedup`` and ``state_partitions`` run the design
+before issue 38 from the git history (:mod:`benchmarks.revisions`).
 
 They need what the tests need, installed by ``bash .ci/install --test``: ``replay_rates`` and
 ``detection_latency`` start a real Apache Kafka broker with :mod:`routewatch.testing.kafka`,
@@ -27,11 +28,13 @@ from benchmarks.results import HEADLINE_KEYS, LATEST, print_table
 from routewatch.cli import plain_text
 
 # Every benchmark, with the options that make it record each of its headline figures (without
-# them fleet_realtime records no fleet_speedup_same_run, state_partitions no core_scaling or
-# big_cluster_ratio, and the table would show an older run's beside this one's).
+# them state_partitions records no core_scaling or big_cluster_ratio, and the table would show
+# an older run's beside this one's).
 BENCHMARKS: dict[str, tuple[str, ...]] = {
     "replay_rates": (),
     "fleet_realtime": ("--compare-partitions", "1,2"),
+    # this checkout's job against the design before issue 38, in real time (issue 38)
+    "design_speedup": (),
     "kafka_read": (),
     "detection_latency": (),
     "api_load": (),

@@ -48,15 +48,17 @@ driver heap of ``--driver-memory``, Spark's default 1g unless given):
    same session, each on a spool of its own holding the same files (hard links) and a checkpoint
    of its own, first brought up to the measured seconds in batches of one second (unmeasured).
    One partition is the job on one stateful task, as before state buckets (it keeps this
-   version's compact sends and block summaries). Its figure, ``fleet_speedup_same_run``, is
-   the highest sustained speed with the most partitions over the one with the fewest.
+   version's compact sends and block summaries). Its figure, ``partitions_speedup_same_run``
+   (in the section), is the highest sustained speed with the most partitions over the one with
+   the fewest; the headline ``fleet_speedup_same_run``, against the design before issue 38, is
+   ``benchmarks.design_speedup``'s.
 
 Records ``fleet_max_speed`` (the highest sustained speed; 0 if none) and ``ceiling_ratio`` (one
 second of traffic per batch; the floor ratio and the ratios at capacity are in the section) in
 ``benchmarks/results/latest.json``, section ``fleet``, with ``jvm_rss_gib_all_queries`` (the
 Spark JVM's peak resident memory, VmHWM, over the whole run: every phase's queries and their
-state stores in one JVM); with ``--compare-partitions``, also ``fleet_speedup_same_run`` and the
-section's ``by_partitions``.
+state stores in one JVM); with ``--compare-partitions``, also the section's ``by_partitions``
+and ``partitions_speedup_same_run``.
 
 **One job** (``--one-job``): what an operator's ``routewatch stream`` holds — the job alone in a
 JVM of its own, brought up to the measured seconds in batches of one second of traffic (not
@@ -75,20 +77,20 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessor,
     StatefulProcessorHandle,
     TimerValues,
 )
 
+from benchmarks.bare_read import Rate, bare_rate, drained_rate, noop_rate, read_frame, steady_rate
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.changes import Count, encode_count
@@ -98,9 +100,7 @@ from streaming.job.progress import QueryEvents, add_query_events
 from streaming.job.stream import start_stream
 from streaming.pipeline import by_bucket
 from streaming.settings import StreamingSettings
-from streaming.sources.spool import file_lines
 from streaming.spark.session import spark_session
-from streaming.stages.read import read_events
 from streaming.stages.track import CHANGES_SCHEMA, changes_frame
 
 STAGED = ".staged"
@@ -250,69 +250,6 @@ def native_memory_mib() -> dict[str, float]:
     return {}
 
 
-@dataclass
-class Rate:
-    """Events per second of processing time over the steady batches, and their durations."""
-
-    events: int = 0
-    seconds: float = 0.0
-    durations: list[float] = field(default_factory=list)
-    # per part of a batch (Spark's durationMs, and the stateful operator's update and commit
-    # times), its median over the batches, in ms
-    parts: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def per_s(self) -> float:
-        return self.events / self.seconds if self.seconds else 0.0
-
-
-STATE_PARTS = ("allUpdatesTimeMs", "commitTimeMs")
-
-
-def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
-    rate = Rate()
-    parts: dict[str, list[float]] = {}
-    for p in progress:
-        if p["batchId"] >= first_batch and p["numInputRows"]:
-            seconds = p["durationMs"]["triggerExecution"] / 1000
-            rate.events += p["numInputRows"]
-            rate.seconds += seconds
-            rate.durations.append(seconds)
-            for name, ms in p["durationMs"].items():
-                parts.setdefault(name, []).append(ms)
-            for op in p["stateOperators"]:
-                for name in STATE_PARTS:
-                    parts.setdefault(f"state.{name}", []).append(op[name])
-    rate.parts = {name: median(values) for name, values in sorted(parts.items())}
-    return rate
-
-
-def _events(spark: SparkSession, spool: Path, batch_s: int) -> DataFrame:
-    text = spark.readStream.format("text").option("maxFilesPerTrigger", batch_s).load(str(spool))
-    return read_events(file_lines(text))
-
-
-def _drained_rate(query: StreamingQuery, first_batch: int) -> Rate:
-    """The steady rate of ``query`` once it has taken in everything there is; stops it."""
-    query.processAllAvailable()
-    progress = list(query.recentProgress)
-    query.stop()
-    return steady_rate(progress, first_batch)
-
-
-def noop_rate(frame: DataFrame, checkpoint: Path, first_batch: int) -> Rate:
-    query = frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start()
-    return _drained_rate(query, first_batch)
-
-
-def bare_rate(
-    spark: SparkSession, spool: Path, checkpoint: Path, first_batch: int, batch_s: int = 1
-) -> Rate:
-    """Phase 1: text source + parse and validate, into the no-op sink, ``batch_s`` seconds of
-    traffic per batch."""
-    return noop_rate(_events(spark, spool, batch_s), checkpoint, first_batch)
-
-
 class CountingProcessor(StatefulProcessor):
     """A stateful processor that does none of routewatch's work: it declares no state and
     yields one row per group and batch, the number of rows it was given."""
@@ -338,7 +275,7 @@ def floor_rate(
     :class:`CountingProcessor`, into the no-op sink. What Spark itself costs around a stateful
     processor written in Python (the shuffle, the state server, Arrow to pandas and back)
     with none of routewatch's work: no state, no rules, no store."""
-    counted = by_bucket(_events(spark, spool, batch_s)).transformWithStateInPandas(
+    counted = by_bucket(read_frame(spark, spool, batch_s)).transformWithStateInPandas(
         statefulProcessor=CountingProcessor(),
         outputStructType=CHANGES_SCHEMA,
         outputMode="Append",
@@ -354,7 +291,7 @@ def full_rate(
     checkpoint: Path | None = None,
 ) -> Rate:
     """Phase 2: the job, ``settings.max_files_per_trigger`` seconds of traffic per batch."""
-    return _drained_rate(start_stream(spark, settings, "spool", checkpoint), first_batch)
+    return drained_rate(start_stream(spark, settings, "spool", checkpoint), first_batch)
 
 
 def ratio_phases(
@@ -505,34 +442,46 @@ def realtime(
     query = start_stream(spark, live, "spool")
     with progress.changed:
         progress.query_id = str(query.id)
-    steps: list[Step] = []
     # one second of traffic, not judged: the restarted query's first batch loads its state
     files.publish(first)
     progress.wait_taken(0, files.events[first], time.monotonic() + 300)
-    second = first + 1
     try:
-        for speed in speeds:
-            count = max(round(step_s * speed), 1)
-            seconds = list(range(second, second + count))
-            step = realtime_step(progress, files, seconds, speed, drain_s)
-            second += count
-            steps.append(step)
-            print(
-                f"  speed {speed:g}x: {step.offered_events_per_s:,.0f} events/s offered, "
-                f"batch median {step.batch_median_s:.2f} s, cores used: JVM "
-                f"{step.cores['jvm']:.2f}, Python workers {step.cores['python']:.2f}, "
-                + (
-                    f"drained {step.drain_s:.1f} s after the last second was published"
-                    if step.drain_s is not None
-                    else f"{step.backlog_s:.1f} s of traffic behind: falls behind"
-                ),
-                flush=True,
-            )
-            if not step.sustained:
-                break
+        return ramp(progress, files, first + 1, speeds, step_s, drain_s)
     finally:
         query.stop()
         spark.streams._jsqm.removeListener(listener)
+
+
+def ramp(
+    progress: Progress,
+    files: SecondFiles,
+    second: int,
+    speeds: list[float],
+    step_s: float,
+    drain_s: float,
+) -> list[Step]:
+    """The seconds from ``second`` on, ``step_s`` wall seconds at each of ``speeds``, until the
+    job falls behind (:func:`realtime_step`); printed as they end."""
+    steps: list[Step] = []
+    for speed in speeds:
+        count = max(round(step_s * speed), 1)
+        seconds = list(range(second, second + count))
+        step = realtime_step(progress, files, seconds, speed, drain_s)
+        second += count
+        steps.append(step)
+        print(
+            f"  speed {speed:g}x: {step.offered_events_per_s:,.0f} events/s offered, "
+            f"batch median {step.batch_median_s:.2f} s, cores used: JVM "
+            f"{step.cores['jvm']:.2f}, Python workers {step.cores['python']:.2f}, "
+            + (
+                f"drained {step.drain_s:.1f} s after the last second was published"
+                if step.drain_s is not None
+                else f"{step.backlog_s:.1f} s of traffic behind: falls behind"
+            ),
+            flush=True,
+        )
+        if not step.sustained:
+            break
     return steps
 
 
@@ -707,7 +656,7 @@ def main() -> None:
     )
 
 
-def _print_steps(steps: list[Step]) -> None:
+def print_steps(steps: list[Step]) -> None:
     print_table(
         [
             *("speed", "events/s offered", "MB/s", "batch median s", "drained after s"),
@@ -747,7 +696,7 @@ def report_one_job(
     sustained = [s.speed for s in steps if s.sustained]
     max_speed = max(sustained) if sustained else 0.0
     print()
-    _print_steps(steps)
+    print_steps(steps)
     _print_native(native)
     print(
         f"\none job in its JVM: highest sustained speed {max_speed:g}x; JVM peak RSS "
@@ -818,7 +767,7 @@ def report(
         [[name, *(rate.parts.get(name, "-") for rate in rates)] for name in names],
     )
     print()
-    _print_steps(steps)
+    print_steps(steps)
     _print_native(native)
     at_capacity = _ratio(capacity[2], capacity[0]) if capacity else None
     floor_at_capacity = _ratio(capacity[1], capacity[0]) if capacity else None
@@ -837,14 +786,14 @@ def report(
         count: max((s.speed for s in these if s.sustained), default=0.0)
         for count, these in compared.items()
     }
-    speedup: dict[str, float] = {}
+    speedup = None
     if len(by_count) > 1:
         fewest, most = by_count[min(by_count)], by_count[max(by_count)]
-        speedup["fleet_speedup_same_run"] = round(most / fewest, 2) if fewest else 0.0
+        speedup = round(most / fewest, 2) if fewest else 0.0
         print(
             "\nhighest sustained speed by state partitions, same run: "
             + ", ".join(f"{c}: {v:g}x" for c, v in sorted(by_count.items()))
-            + f" -> {speedup['fleet_speedup_same_run']:g}x (target >= 2x)"
+            + f" -> {speedup:g}x"
         )
     record(
         "fleet",
@@ -883,10 +832,10 @@ def report(
                 for count, these in compared.items()
             }
             or None,
+            "partitions_speedup_same_run": speedup,
             "jvm_rss_gib_all_queries": round(peak_gib, 2),
             "native_memory_mib": native or None,
         },
-        **speedup,
         fleet_max_speed=max_speed,
         ceiling_ratio=round(ratio, 3),
     )

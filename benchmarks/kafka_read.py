@@ -25,7 +25,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from benchmarks.fleet_realtime import Rate, SecondFiles, bare_rate, noop_rate
+from benchmarks.bare_read import Rate, bare_rate, noop_rate
+from benchmarks.fleet_realtime import SecondFiles
 from benchmarks.results import print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from emitter.replay import Pacer, replay

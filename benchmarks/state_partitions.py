@@ -3,6 +3,7 @@ state buckets (issue 38) gain, how the job grows with cores, and what one big cl
 
     .venv/bin/python -m benchmarks.state_partitions [--clusters 10] [--warm 32] [--steady 60]
         [--batch 10] [--partitions 1,2] [--one-core] [--big] [--repeat 1] [--cluster-shards 0]
+        [--baseline c062ce8]
 
 The reference fleet (``emitter.fleet``) is written as one spool file per second of traffic and
 published whole (with ``--big``, also **one big cluster** of the same topic-broker pairs: 1
@@ -10,9 +11,13 @@ cluster x 10 x ``--clusters`` brokers x 10,000 topics, the same producers and se
 each over the same files with a checkpoint and a store of its own, ``--batch`` seconds of
 traffic per micro-batch (as the job takes in a backlog):
 
-1. the bare read (text source + stage 1 into the no-op sink), in this process's Spark session
-   (``local[2]``): once unmeasured to warm the JIT, then measured — the denominator of the
-   capacity ratio, as in ``benchmarks.fleet_realtime``;
+1. the bare read (text source + stage 1 into the no-op sink; ``benchmarks.bare_read``), each in
+   a process and a JVM of its own (``local[2]``), once unmeasured to warm the JIT, then
+   measured: first with the stage 1 of ``--baseline`` (the design before issue 38, c062ce8 by
+   default: :mod:`benchmarks.revisions`), the denominator of ``capacity_ratio`` as the issue
+   defines it — its read only validated, while this checkout's also gives each event its
+   prior, topic and held form, work moved out of the stateful stage that would flatter the
+   ratio —, then with this checkout's (``capacity_ratio_to_this_read``, in the section);
 2. the job (``start_stream``: route tables, alerts, the SQLite store) with each number of state
    partitions of ``--partitions`` (``ROUTEWATCH_STATE_PARTITIONS``; 1 is the whole stream in
    one task, the design before the buckets), over the fleet and then over the big cluster,
@@ -46,8 +51,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fleet_realtime import Rate, SecondFiles, bare_rate, full_rate, jvm_rss_gib
+from benchmarks.bare_read import CHILD_MARK as BARE_MARK
+from benchmarks.bare_read import Rate
+from benchmarks.fleet_realtime import SecondFiles, full_rate, jvm_rss_gib
 from benchmarks.results import median, print_table, record
+from benchmarks.revisions import BASELINE, checkout, environment
 from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.cli import plain_text
 from routewatch.settings import load
@@ -75,11 +83,19 @@ def job_settings(
     )
 
 
-def child_result(module: str, argv: list[str], mark: str, prefix: tuple[str, ...] = ()) -> Any:
+def child_result(
+    module: str,
+    argv: list[str],
+    mark: str,
+    prefix: tuple[str, ...] = (),
+    tree: Path | None = None,
+) -> Any:
     """Run ``python -m <module> <argv>`` (after ``prefix``, e.g. ``taskset``) in a process of its
-    own; the JSON it printed after ``mark``."""
+    own, over the packages of ``tree`` (:mod:`benchmarks.revisions`; None: this checkout's); the
+    JSON it printed after ``mark``."""
     command = [*prefix, sys.executable, "-m", module, *argv]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    env, cwd = environment(tree)
+    done = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=cwd)
     (line,) = [x for x in done.stdout.splitlines() if x.startswith(mark)]
     return json.loads(line[len(mark) :])
 
@@ -137,11 +153,12 @@ def _child(args: argparse.Namespace, data_dir: Path, partitions: int, one_core: 
 
 
 def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
-    """Stage the fleet (and the big cluster), measure the bare read here and every job in a
+    """Stage the fleet (and the big cluster), measure the bare reads and every job, each in a
     process of its own."""
     first, seconds = _batches(args)
     spec = FleetSpec(clusters=args.clusters, duration=seconds)
     out: dict[str, Any] = {"master": "local[2]", "jobs_in_own_jvm": True, "repeat": args.repeat}
+    out["baseline"] = args.baseline
     out["cluster_shards"] = args.cluster_shards or "partitions"
     inputs = {"job": spec}
     if args.big:
@@ -155,16 +172,15 @@ def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
             out["events_per_s_of_traffic" if name == "job" else "big_events_per_s_of_traffic"] = (
                 traffic
             )
-        spark = spark_session("local[2]", "routewatch-bench", {"spark.driver.memory": "1g"})
-        spark.sparkContext.setLogLevel("ERROR")
-        try:
-            spool = _settings(base / "job", args.batch).spool_dir
-            bare_rate(spark, spool, base / "cold-bare", first, args.batch)  # (JIT)
-            bare = bare_rate(spark, spool, base / "bare", first, args.batch)
-        finally:
-            spark.stop()
-        out["bare_events_per_s"] = bare.per_s
-        print(f"bare read: {bare.per_s:,.0f} events/s", flush=True)
+        spool = _settings(base / "job", args.batch).spool_dir
+        read = ["--spool", str(spool), "--batch", str(args.batch), "--first", str(first)]
+        for key, tree, label in (
+            ("baseline_bare", checkout(args.baseline), f"{args.baseline}'s"),
+            ("bare", None, "this checkout's"),
+        ):
+            bare = child_result("benchmarks.bare_read", read, BARE_MARK, tree=tree)
+            out[f"{key}_events_per_s"] = bare["events_per_s"]
+            print(f"bare read, {label} stage 1: {bare['events_per_s']:,.0f} events/s", flush=True)
         runs: dict[str, list[dict[str, Any]]] = {}
         for _ in range(args.repeat):
             for name in inputs:
@@ -211,6 +227,12 @@ def main() -> None:
     parser.add_argument(
         "--cluster-shards", type=int, default=0, help="shards per cluster (0: as partitions)"
     )
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE,
+        help="the revision whose stage 1 is the capacity ratio's "
+        "denominator (the design before issue 38)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
@@ -224,8 +246,12 @@ def main() -> None:
 
 def report(result: dict[str, Any], partitions: list[int]) -> None:
     traffic = result["events_per_s_of_traffic"]
-    bare = result["bare_events_per_s"]
-    rows = [["bare read", bare, bare / traffic, "100%"]]
+    bare = result["baseline_bare_events_per_s"]  # the ratios' denominator: the issue's
+    now = result["bare_events_per_s"]
+    rows = [
+        [f"bare read, {result['baseline']}'s stage 1", bare, bare / traffic, "100%"],
+        ["bare read, this checkout's stage 1", now, now / traffic, f"{now / bare:.0%}"],
+    ]
     for n in partitions:
         rate = result[f"job_p{n}_events_per_s"]
         rows.append([f"job, {n} state partitions", rate, rate / traffic, f"{rate / bare:.0%}"])
@@ -247,6 +273,7 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
     print()
     print_table(["run", "events/s", "x real time", "of bare read"], rows)
     figures["capacity_ratio"] = result[f"job_p{top}_events_per_s"] / bare
+    figures["capacity_ratio_to_this_read"] = result[f"job_p{top}_events_per_s"] / now
     figures["capacity_speedup_same_run"] = (
         result[f"job_p{top}_events_per_s"] / result[f"job_p{min(partitions)}_events_per_s"]
     )
