@@ -18,15 +18,15 @@ def _show(revision: str, path: str) -> bytes:
 
 
 def test_a_revision_is_its_packages_as_committed(tmp_path: Path) -> None:
-    tree = checkout("HEAD~1", tmp_path)
+    tree = checkout("HEAD", tmp_path)
 
     assert (tree / "streaming" / "job" / "stream.py").read_bytes() == _show(
-        "HEAD~1", "streaming/job/stream.py"
+        "HEAD", "streaming/job/stream.py"
     )
     assert {p.name for p in tree.iterdir()} == {
         "routewatch", "streaming", "emitter", "api", "dashboards"
     }  # fmt: skip
-    assert checkout("HEAD~1", tmp_path) == tree  # (written once)
+    assert checkout("HEAD", tmp_path) == tree  # (written once)
 
 
 def test_a_revision_not_in_the_history_is_refused_in_one_sentence(tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_a_revision_not_in_the_history_is_refused_in_one_sentence(tmp_path: Path
 
 
 def test_a_process_imports_the_revision_before_this_checkout(tmp_path: Path) -> None:
-    tree = checkout("HEAD~1", tmp_path)
+    tree = checkout("HEAD", tmp_path)
     (tree / "streaming" / "marker_of_the_revision.py").write_text("")
     env, cwd = environment(tree)
     code = "import streaming.marker_of_the_revision, streaming, benchmarks; "
