@@ -31,10 +31,10 @@ import pyarrow.ipc as ipc
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from routewatch.codec import parse
 from routewatch.validation import BadInput
 from streaming.engine.compact import shipped
 from streaming.engine.shards import OWNED_BY_HEAD, TOPIC_EVENTS, TOPIC_TYPES, shard_of
+from streaming.stages.known_tables import KNOWN_TABLES
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -161,9 +161,11 @@ def _summaries(cols: dict[str, list[object]], blocks: _Blocks) -> None:
 def _decode(value: bytes | str, origin: str) -> tuple[str, dict[str, Any] | BadInput]:
     """A line's text and the event it holds, or why it is not one: input that is not UTF-8
     is bad input (``not_utf8``, naming where it came from), its text kept with each bad byte
-    written as a backslash escape."""
+    written as a backslash escape. A registration whose topic table was validated before has
+    its table left out of the event (``streaming.stages.known_tables``): the stage reads only
+    the envelope."""
     if isinstance(value, str):
-        return value, parse(value)
+        return value, KNOWN_TABLES.parse(value)
     try:
         text = value.decode()
     except UnicodeDecodeError as exc:
@@ -173,7 +175,7 @@ def _decode(value: bytes | str, origin: str) -> tuple[str, dict[str, Any] | BadI
             f"the input is not UTF-8 (byte 0x{value[exc.start]:02x} at position {exc.start} "
             f"is not valid there){where}",
         )
-    return text, parse(text)
+    return text, KNOWN_TABLES.parse(text)
 
 
 def _where(origin: str) -> str:

@@ -1,0 +1,121 @@
+"""Registrations' topic tables the read stage has validated before, recognised by their text.
+
+A broker registers its whole topic table with every NameServer every 30 s: the same text for as
+long as the table does not change. In the reference fleet the tables are most of the input's
+bytes (50 of 86 MB per 10 s of traffic), and decoding and validating each again was about a
+third of the read stage's Python (0.45 s per 10 s of traffic; docs/performance-notes.md). The
+read stage reads only a registration's envelope — the stateful stage decodes a table itself,
+and only when its data version is new to it — so a line whose table is the text of one
+validated before is parsed with that text replaced by ``{}``.
+
+Why that is exact, for a ``heartbeat`` (the one event type with a ``topics`` map; a line of any
+other type is parsed whole):
+
+- A JSON object is self-delimiting: the object that starts at a position ends at its matching
+  brace whatever follows, so a line that holds a remembered table's text at that position holds
+  that table there.
+- The contract relates no other field to ``topics``, so a table's validity does not depend on the
+  rest of its line; a table is remembered only as the text of a valid line's top-level
+  ``topics`` (its text decoded to the validated table, value for value and type for type).
+- The object replaced is the value of the top-level key ``topics``: the first ``"topics":`` of
+  the text, where no ``{`` but the line's first precedes it (so it is not inside another
+  object) and its quote follows a comma, a brace or white space (so it opens a key: a quote
+  inside a string is escaped, and one that closed a string could not be followed by
+  ``topics"``). A line where that is not so is parsed whole.
+- The line is found valid only if the rest — the line with the table's text replaced — is a
+  valid heartbeat, which is exactly when the line is. Any other outcome parses the line whole,
+  so bad input keeps its reason and detail, and the event returned differs from the
+  contract's parse only in its ``topics`` (of a line with the key twice, the last counts, as
+  in the contract's parse).
+
+The event returned for a recognised line has ``topics`` empty (``{}``). Tables are kept up to
+``limit`` characters in all, the least recently seen dropped first; a Spark Python worker keeps
+them across the tasks it runs (:data:`KNOWN_TABLES`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+
+from routewatch.codec import parse
+from routewatch.validation import BadInput
+
+__all__ = ["KNOWN_TABLES", "KnownTables"]
+
+_KEY = '"topics":'
+_BEFORE_KEY = frozenset(",{ \t\r\n")  # what a key's opening quote can follow
+_PREFIX = 96  # characters of a table's text it is looked up by
+_TRIES = 4  # ends of a table's text tried when remembering it
+
+
+class KnownTables:
+    """:func:`routewatch.codec.parse` for lines of the stream, with topic tables validated before
+    recognised by their text."""
+
+    def __init__(self, limit: int = 64 * 1024 * 1024) -> None:
+        self.limit = limit
+        self.size = 0
+        self.tables: OrderedDict[str, str] = OrderedDict()  # text -> its prefix
+        self.by_prefix: dict[str, list[str]] = {}
+
+    def parse(self, text: str) -> dict[str, Any] | BadInput:
+        at = text.find(_KEY)
+        if at < 1 or text[at - 1] not in _BEFORE_KEY or text.find("{", 1, at) >= 0:
+            return parse(text)  # (no top-level "topics" found)
+        start = at + len(_KEY)
+        table = self._known_at(text, start)
+        if table is not None:
+            event = parse(text[:start] + "{}" + text[start + len(table) :])
+            if not isinstance(event, BadInput) and event["type"] == "heartbeat":
+                self.tables.move_to_end(table)
+                return event
+        event = parse(text)
+        if not isinstance(event, BadInput) and event["type"] == "heartbeat" and event["topics"]:
+            self._remember(text, start, event["topics"])
+        return event
+
+    def _known_at(self, text: str, start: int) -> str | None:
+        for table in self.by_prefix.get(text[start : start + _PREFIX], ()):
+            if text.startswith(table, start):
+                return table
+        return None
+
+    def _remember(self, text: str, start: int, topics: dict[str, Any]) -> None:
+        """Remember the text of ``topics`` at ``start``, found by trying where it could end (a
+        table of records ends ``}}``): the first end that decodes to ``topics`` itself, every
+        value of the same type (compared as orjson writes them: to Python ``True == 1``; a
+        line with the key twice holds the one validated last)."""
+        end = start
+        for _ in range(_TRIES):
+            end = text.find("}}", end) + 2
+            if end < 2:
+                return
+            try:
+                found = orjson.loads(text[start:end])
+            except orjson.JSONDecodeError:
+                continue
+            if orjson.dumps(found) == orjson.dumps(topics):
+                self._add(text[start:end])
+            return
+
+    def _add(self, table: str) -> None:
+        if table in self.tables or len(table) > self.limit:
+            return
+        prefix = table[:_PREFIX]
+        self.tables[table] = prefix
+        self.by_prefix.setdefault(prefix, []).append(table)
+        self.size += len(table)
+        while self.size > self.limit:
+            old, old_prefix = self.tables.popitem(last=False)
+            same = self.by_prefix[old_prefix]
+            same.remove(old)
+            if not same:
+                del self.by_prefix[old_prefix]
+            self.size -= len(old)
+
+
+# the read stage's, one per Python worker process (a worker runs many tasks, one at a time)
+KNOWN_TABLES = KnownTables()
