@@ -29,12 +29,17 @@ other type is parsed whole):
   in the contract's parse).
 
 The event returned for a recognised line has ``topics`` empty (``{}``). Tables are kept up to
-``limit`` characters in all, the least recently seen dropped first; a Spark Python worker keeps
-them across the tasks it runs (:data:`KNOWN_TABLES`).
+``limit`` bytes in all (64 MB), the least recently seen dropped first; a Spark Python worker
+keeps them across the tasks it runs (:data:`KNOWN_TABLES`). A valid registration whose table is
+not known yet costs up to four more decodings of its table's text (where it could end) and two
+encodings (to compare value types); one whose table cannot be remembered pays that each time.
+Tables that share their first 96 characters (versions of a growing table) are compared one by
+one, each comparison a ``startswith`` that stops at the first character that differs.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from typing import Any
 
@@ -49,6 +54,7 @@ _KEY = '"topics":'
 _BEFORE_KEY = frozenset(",{ \t\r\n")  # what a key's opening quote can follow
 _PREFIX = 96  # characters of a table's text it is looked up by
 _TRIES = 4  # ends of a table's text tried when remembering it
+_ENTRY_BYTES = 200  # a kept table's entries in the dictionaries and the list, about
 
 
 class KnownTables:
@@ -56,6 +62,7 @@ class KnownTables:
     recognised by their text."""
 
     def __init__(self, limit: int = 64 * 1024 * 1024) -> None:
+        """``limit``: the bytes the kept tables may take in all (:func:`_cost`)."""
         self.limit = limit
         self.size = 0
         self.tables: OrderedDict[str, str] = OrderedDict()  # text -> its prefix
@@ -97,24 +104,36 @@ class KnownTables:
                 found = orjson.loads(text[start:end])
             except orjson.JSONDecodeError:
                 continue
-            if orjson.dumps(found) == orjson.dumps(topics):
+            try:
+                same = found == topics and orjson.dumps(found) == orjson.dumps(topics)
+            except orjson.JSONEncodeError:  # (nested deeper than orjson writes: not remembered)
+                return
+            if same:
                 self._add(text[start:end])
             return
 
     def _add(self, table: str) -> None:
-        if table in self.tables or len(table) > self.limit:
-            return
+        """Keep ``table`` (a table shorter than the prefix it would be looked up by could never
+        be found, and costs little to decode)."""
         prefix = table[:_PREFIX]
+        if table in self.tables or len(table) < _PREFIX or _cost(table, prefix) > self.limit:
+            return
         self.tables[table] = prefix
         self.by_prefix.setdefault(prefix, []).append(table)
-        self.size += len(table)
+        self.size += _cost(table, prefix)
         while self.size > self.limit:
             old, old_prefix = self.tables.popitem(last=False)
             same = self.by_prefix[old_prefix]
             same.remove(old)
             if not same:
                 del self.by_prefix[old_prefix]
-            self.size -= len(old)
+            self.size -= _cost(old, old_prefix)
+
+
+def _cost(table: str, prefix: str) -> int:
+    """Bytes a kept table takes: its text and its prefix (a text of characters beyond Latin-1
+    takes 2 or 4 bytes a character), and a share for the entries that hold them."""
+    return sys.getsizeof(table) + sys.getsizeof(prefix) + _ENTRY_BYTES
 
 
 # the read stage's, one per Python worker process (a worker runs many tasks, one at a time)

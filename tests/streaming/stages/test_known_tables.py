@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from routewatch.codec import parse
 from routewatch.validation import BadInput
-from streaming.stages.known_tables import KnownTables
+from streaming.stages.known_tables import KnownTables, _cost
 
 TABLE = orjson.dumps(
     {f"topic-{i}": {"read_queue_nums": 8, "write_queue_nums": 8, "perm": 6} for i in range(40)}
@@ -49,7 +49,7 @@ def test_a_table_seen_before_is_not_decoded_again() -> None:
 
     assert first == parse(line())
     assert isinstance(second, dict) and second["topics"] == {} and second["part"] == 0
-    assert known.size == len(TABLE)
+    assert list(known.tables) == [TABLE]
 
 
 def test_a_table_is_remembered_only_from_a_valid_heartbeat() -> None:
@@ -67,7 +67,7 @@ def test_a_table_is_remembered_only_from_a_valid_heartbeat() -> None:
     known.parse(line())
     known.parse(line())
     assert list(known.tables) == [TABLE]
-    assert known.size == len(TABLE)
+    assert known.size == _cost(TABLE, TABLE[:96])
 
 
 ENVELOPES = st.sampled_from(
@@ -95,7 +95,7 @@ KEYS = st.sampled_from(['"topics":', '"topics": ', '"topics" :', '"topic":'])
 @settings(max_examples=400, deadline=None)
 @given(
     lines=st.lists(st.tuples(TABLES, ENVELOPES, AFTERS, KEYS), min_size=1, max_size=8),
-    limit=st.sampled_from([len(TABLE), 10 * len(TABLE)]),
+    limit=st.sampled_from([_cost(TABLE, TABLE[:96]), 10 * _cost(TABLE, TABLE[:96])]),
 )
 def test_every_line_parses_as_the_contract_parses_it(
     lines: list[tuple[str, str, str, str]], limit: int
@@ -116,3 +116,21 @@ def test_a_table_is_remembered_by_its_decoded_values_and_their_types() -> None:
 
     assert known.parse(line(PERM_TRUE)) == parse(line(PERM_TRUE))  # bad: perm is no int
     assert isinstance(parse(line(PERM_TRUE)), BadInput)
+
+
+def test_a_table_nested_deeper_than_orjson_writes_is_parsed_not_remembered() -> None:
+    deep = '{"t":{"read_queue_nums":1,"write_queue_nums":1,"perm":6,"x":' + "[" * 300
+    deep += "]" * 300 + "}}"
+    known = KnownTables()
+    for text in (line(deep), line(deep, after=',"topics":' + TABLE + AFTER)):
+        assert known.parse(text) == parse(text)
+        assert not isinstance(parse(text), BadInput)
+    assert not known.tables
+
+
+def test_a_table_shorter_than_its_lookup_is_not_kept() -> None:
+    known = KnownTables()
+    short = '{"t":{"read_queue_nums":1,"write_queue_nums":1,"perm":6}}'
+
+    assert known.parse(line(short)) == parse(line(short))
+    assert not known.tables
