@@ -3,13 +3,13 @@ sink — the denominator of the ceiling and capacity ratios — and the steady r
 from its progress.
 
     .venv/bin/python -m benchmarks.bare_read --spool DIR [--batch 10] [--first 4]
-        [--revision c062ce8]
 
 Run as a module, the read of every file of ``--spool`` (``--batch`` of them per micro-batch)
 in a Spark session (``local[2]``) and a JVM of its own, once unmeasured (the JIT) and once
 measured over the batches from ``--first``; prints its rate as JSON after
-:data:`CHILD_MARK`. ``--revision`` reads with that revision's stage 1
-(:mod:`benchmarks.revisions`): issue 38 measures the job against the read of the design before
+:data:`CHILD_MARK`. Run in the environment of an earlier revision
+(:func:`benchmarks.revisions.environment`, as ``benchmarks.state_partitions`` runs it), it
+reads with that revision's stage 1: issue 38 measures the job against the read of the design before
 it, which did less (no block summaries, priors, topics or held forms), so that work moved into
 the read stage does not flatter the ratio. This module imports only what every revision since
 2026-11-28 has: ``read_events``, ``file_lines`` and ``spark_session``.

@@ -52,6 +52,7 @@ from benchmarks.fleet_realtime import (
     Progress,
     SecondFiles,
     Step,
+    highest_sustained,
     jvm_rss_gib,
     print_steps,
     ramp,
@@ -175,9 +176,8 @@ def run_design(
             raise job.failed("keep running")
     finally:
         job.stop()
-    sustained = [s.speed for s in steps if s.sustained]
     return {
-        "max_speed": max(sustained) if sustained else 0.0,
+        "max_speed": highest_sustained(steps),
         "steps": [vars(s) for s in steps],
         "jvm_rss_gib": round(peak, 2),
         "quarantined_lines": quarantined(data_dir),

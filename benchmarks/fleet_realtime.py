@@ -452,6 +452,11 @@ def realtime(
         spark.streams._jsqm.removeListener(listener)
 
 
+def highest_sustained(steps: list[Step]) -> float:
+    """The highest speed the job sustained among ``steps`` (0 if none)."""
+    return max((s.speed for s in steps if s.sustained), default=0.0)
+
+
 def ramp(
     progress: Progress,
     files: SecondFiles,
@@ -693,8 +698,7 @@ def report_one_job(
     native: dict[str, float],
 ) -> None:
     """``--one-job``: the real-time steps and the JVM's peak, as one routewatch stream's."""
-    sustained = [s.speed for s in steps if s.sustained]
-    max_speed = max(sustained) if sustained else 0.0
+    max_speed = highest_sustained(steps)
     print()
     print_steps(steps)
     _print_native(native)
@@ -742,8 +746,7 @@ def report(
         phases.insert(0, (" (cold JVM, not measured)", cold))
     if capacity is not None:
         phases.append((f" ({args.capacity_batch} s per batch)", capacity))
-    sustained = [s.speed for s in steps if s.sustained]
-    max_speed = max(sustained) if sustained else 0.0
+    max_speed = highest_sustained(steps)
     print()
     print_table(
         ["phase", "events/s", "x real time", "of bare", "batch median s", "batch max s"],
@@ -782,10 +785,7 @@ def report(
         f"sustained speed {max_speed:g}x (target >= 1x); JVM peak RSS {peak_gib:.2f} GiB "
         "over every phase's queries (one job's: --one-job)"
     )
-    by_count = {
-        count: max((s.speed for s in these if s.sustained), default=0.0)
-        for count, these in compared.items()
-    }
+    by_count = {count: highest_sustained(these) for count, these in compared.items()}
     speedup = None
     if len(by_count) > 1:
         fewest, most = by_count[min(by_count)], by_count[max(by_count)]

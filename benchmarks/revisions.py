@@ -21,10 +21,11 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["BASELINE", "ROOT", "check_workers", "checkout", "environment", "python_workers"]
+from benchmarks.fleet_realtime import spark_processes
+
+__all__ = ["BASELINE", "ROOT", "check_workers", "checkout", "environment"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "c062ce8"
@@ -82,25 +83,14 @@ def environment(tree: Path | None) -> tuple[dict[str, str], Path]:
     return env, tree if tree is not None else ROOT
 
 
-def python_workers() -> Iterator[tuple[int, Path]]:
-    """``(pid, /proc/<pid>)`` of every Spark Python worker (``pyspark.daemon``) on the machine."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        proc = Path("/proc", pid)
-        try:
-            if b"pyspark.daemon" in (proc / "cmdline").read_bytes():
-                yield int(pid), proc
-        except OSError:
-            continue
-
-
 def check_workers(tree: Path | None) -> int:
     """Raise unless every Spark Python worker runs in ``tree`` (``None``: this checkout) with it
     first on its path; the number of workers checked."""
     expected = tree if tree is not None else ROOT
     checked = 0
-    for pid, proc in python_workers():
+    for group, pid, proc in spark_processes():
+        if group != "python":
+            continue
         try:
             cwd = Path(os.readlink(proc / "cwd"))
             environ = (proc / "environ").read_bytes().split(b"\0")

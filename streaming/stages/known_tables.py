@@ -80,8 +80,11 @@ class KnownTables:
                 self.tables.move_to_end(table)
                 return event
         event = parse(text)
-        if not isinstance(event, BadInput) and event["type"] == "heartbeat" and event["topics"]:
-            self._remember(text, start, event["topics"])
+        # (a table known already, or an empty one, is not looked for again)
+        if table is None and isinstance(event, dict) and event["type"] == "heartbeat":
+            topics = event["topics"]
+            if topics:
+                self._remember(text, start, topics)
         return event
 
     def _known_at(self, text: str, start: int) -> str | None:
