@@ -7,6 +7,7 @@ Reasons are a small fixed set (:data:`BAD_INPUT_REASONS`), so they can label a m
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -125,66 +126,100 @@ def _check_record(
     return None
 
 
-_PYTYPES: dict[str, Any] = {"int": int, "str": str, "bool": bool, "map": dict, "array": list}
 _MISSING: Any = object()
 
 
-def _fast_record(fields: tuple[WireField, ...], obj: Any, role: Any) -> bool:
-    """True when ``obj`` is a valid record: the common case, checked without building messages.
-
-    It accepts exactly what :func:`_check_record` accepts (a test holds the two together);
-    anything it rejects is re-checked by the precise path for its reason.
-    """
-    if type(obj) is not dict:
-        return False
-    get = obj.get
-    for f in fields:
-        value: Any = get(f.name, _MISSING)
-        if value is _MISSING or (value is None and f.optional):
-            if not f.optional or (f.unless_role is not None and f.unless_role == role):
-                return False
-            continue
-        if value is None:
-            if not f.nullable:
-                return False
-            continue
-        kind = f.kind
-        if type(value) is not _PYTYPES[kind]:
-            return False
-        if kind == "int":
-            if not _INT64_MIN <= value <= _INT64_MAX:
-                return False
-        elif kind == "str":
-            if f.choices is not None and value not in f.choices:
-                return False
-        elif kind == "map" or kind == "array":
-            items = value.values() if kind == "map" else value
-            simple = _simple_fields(f.nested)
-            if simple is None:
-                if not all(_fast_record(f.nested, item, None) for item in items):
-                    return False
-                continue
-            for item in items:  # the hot loop: every topic of every registration
-                if type(item) is not dict:
-                    return False
-                for name, expected in simple:
-                    v: Any = item.get(name)
-                    if type(v) is not expected or (
-                        expected is int and not _INT64_MIN <= v <= _INT64_MAX
-                    ):
-                        return False
-    return True
-
-
 @functools.cache
-def _simple_fields(fields: tuple[WireField, ...]) -> tuple[tuple[str, Any], ...] | None:
-    """``(name, type)`` pairs when every field is a required, non-null, unconstrained scalar."""
-    if all(
-        f.kind in ("int", "str", "bool") and not (f.optional or f.nullable or f.choices)
-        for f in fields
-    ):
-        return tuple((f.name, _PYTYPES[f.kind]) for f in fields)
-    return None
+def _accepts_type(event_type: str) -> Callable[[Any, Any], bool]:
+    """:func:`_accepts` for the fields of ``event_type``, looked up by its name (a tuple of
+    field descriptors is hashed anew at each lookup)."""
+    return _accepts(wire_fields(event_type))
+
+
+def _accepts(fields: tuple[WireField, ...]) -> Callable[[Any, Any], bool]:
+    """A function ``(obj, role) -> bool``, true when ``obj`` is a valid record of ``fields``:
+    the common case, checked without building messages. Anything it rejects is re-checked by
+    the precise path (:func:`_check_record`) for its reason; it accepts exactly what that path
+    accepts (a test holds the two together).
+
+    The function is written for ``fields`` once, as Python source, and compiled: each field's
+    checks in a straight line, with its name and constraints as constants and a nested record's
+    checks inline in the loop over its items (every topic of a registration). A delivered send
+    is checked in 1.35 µs against 2.2 µs for a loop that looks each field's kind up, as every
+    event paid before (docs/performance-notes.md). The source is built from the contract's
+    descriptors alone (:mod:`routewatch.wire`), never from input."""
+    constants: dict[str, Any] = {"MISSING": _MISSING, "LO": _INT64_MIN, "HI": _INT64_MAX}
+    lines = ["def accepts(obj, role):"]
+    _emit_record(fields, "obj", "role", 1, lines, constants)
+    lines.append("    return True")
+    namespace: dict[str, Any] = {}
+    exec(
+        compile("\n".join(lines), f"<validation of {len(fields)} fields>", "exec"),
+        constants,
+        namespace,
+    )
+    accepts: Callable[[Any, Any], bool] = namespace["accepts"]
+    return accepts
+
+
+def _emit_record(
+    fields: tuple[WireField, ...],
+    obj: str,
+    role: str,
+    depth: int,
+    lines: list[str],
+    constants: dict[str, Any],
+) -> None:
+    """The checks of one record held in the variable ``obj`` (its role in ``role``, a variable
+    or ``None``), as lines of source indented ``depth`` levels: each returns False on the first
+    field that is not valid."""
+    pad = "    " * depth
+    get = f"get{depth}"
+    lines += [
+        f"{pad}if type({obj}) is not dict:",
+        f"{pad}    return False",
+        f"{pad}{get} = {obj}.get",
+    ]
+    for i, f in enumerate(fields):
+        value = f"v{depth}_{i}"
+        if not (f.optional or f.nullable):  # (absent or null fails its type check)
+            lines.append(f"{pad}{value} = {get}({f.name!r})")
+            _emit_value(f, value, depth, lines, constants)
+            continue
+        lines.append(f"{pad}{value} = {get}({f.name!r}, MISSING)")
+        absent = f"{value} is MISSING" + (f" or {value} is None" if f.optional else "")
+        lines.append(f"{pad}if {absent}:")
+        if not f.optional:
+            lines.append(f"{pad}    return False")
+        elif f.unless_role is not None:
+            lines += [f"{pad}    if {role} == {f.unless_role!r}:", f"{pad}        return False"]
+        else:
+            lines.append(f"{pad}    pass")
+        lines.append(f"{pad}elif {value} is None:")
+        lines.append(f"{pad}    {'pass' if f.nullable else 'return False'}")
+        lines.append(f"{pad}else:")
+        _emit_value(f, value, depth + 1, lines, constants)
+
+
+def _emit_value(
+    f: WireField, value: str, depth: int, lines: list[str], constants: dict[str, Any]
+) -> None:
+    """The checks of one field's value, not null, held in the variable ``value``."""
+    pad = "    " * depth
+    python_type = {"int": "int", "str": "str", "bool": "bool", "map": "dict", "array": "list"}
+    condition = f"type({value}) is not {python_type[f.kind]}"
+    if f.kind == "int":
+        condition += f" or not LO <= {value} <= HI"
+    elif f.kind == "str" and f.choices is not None:
+        name = f"CHOICES{len(constants)}"
+        constants[name] = f.choices
+        condition += f" or {value} not in {name}"
+    lines += [f"{pad}if {condition}:", f"{pad}    return False"]
+    if f.kind in ("map", "array"):
+        item = f"item{depth}"
+        items = f"{value}.values()" if f.kind == "map" else value
+        lines.append(f"{pad}for {item} in {items}:")
+        _emit_record(f.nested, item, "None", depth + 1, lines, constants)
 
 
 def validate(obj: Any) -> BadInput | None:
@@ -198,7 +233,7 @@ def validate(obj: Any) -> BadInput | None:
         and type(obj.get("v")) is int
         and type(obj.get("type")) is str
         and obj["type"] in _EVENT_TYPES
-        and _fast_record(wire_fields(obj["type"]), obj, obj.get("role"))
+        and _accepts_type(obj["type"])(obj, obj.get("role"))
     ):
         return None
     return _explain(obj)
