@@ -20,6 +20,7 @@ so the Spark job and every other reader agree on what is bad input and why.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -44,6 +45,7 @@ __all__ = [
     "read_events",
     "read_packed",
     "unpack_chunks",
+    "unpack_columns",
     "validate_batches",
 ]
 
@@ -370,7 +372,33 @@ def read_packed(
 
 def unpack_chunks(chunks: list[bytes]) -> pa.Table:
     """Packed rows -> the events they hold, in arrival order."""
+    table = _unpacked(chunks)
+    return table.take(_arrival_order(table))
+
+
+def unpack_columns(chunks: list[bytes], names: list[str]) -> dict[str, list[Any]]:
+    """Packed rows -> the columns ``names`` of the events they hold, as Python lists in arrival
+    order (:func:`unpack_chunks`'s rows, column by column). The rows are put in order as lists
+    of Python values: taking every column of a bucket's batch in Arrow (its raw lines, tens of
+    megabytes) cost the stateful task several times more (docs/performance-notes.md)."""
+    table = _unpacked(chunks).select(names)
+    order = _arrival_order(table)
+    columns: dict[str, list[Any]] = table.to_pydict()
+    if len(order) < 2 or bool(np.all(order[1:] > order[:-1])):
+        return columns
+    reorder = operator.itemgetter(*order.tolist())
+    return {name: list(reorder(values)) for name, values in columns.items()}
+
+
+def _unpacked(chunks: list[bytes]) -> pa.Table:
+    """Packed rows -> the events they hold, in the rows' order."""
     tables = [ipc.open_stream(pa.py_buffer(chunk)).read_all() for chunk in chunks]
     if not tables:
         return _ARROW_SCHEMA.append(_OWNED).empty_table()
-    return pa.concat_tables(tables).sort_by("arrival")
+    return pa.concat_tables(tables)
+
+
+def _arrival_order(table: pa.Table) -> np.ndarray:
+    """The indices of ``table``'s rows in arrival order. The sort is stable: a block's summary
+    shares its arrival key with the block's last valid event, and stays after it."""
+    return np.asarray(pc.sort_indices(table.column("arrival")), dtype=np.int64)

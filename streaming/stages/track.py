@@ -50,7 +50,7 @@ from streaming.engine.intake import dedupe_id
 from streaming.engine.shards import shard_bucket
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
-from streaming.stages.read import unpack_chunks
+from streaming.stages.read import unpack_columns
 
 __all__ = [
     "CHANGES_SCHEMA",
@@ -171,8 +171,7 @@ class StreamProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        events = unpack_chunks([bytes(c) for frame in rows for c in frame["events"]])
-        columns = events.select(_COLUMNS).to_pydict()
+        columns = unpack_columns([bytes(c) for frame in rows for c in frame["events"]], _COLUMNS)
         arrivals: list[Arrival] = []
         keys: list[str] = []
         own: list[int | None] = []

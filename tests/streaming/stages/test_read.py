@@ -21,6 +21,7 @@ from streaming.stages.read import (
     read_events,
     read_packed,
     unpack_chunks,
+    unpack_columns,
     validate_batches,
 )
 from tests.streaming.engine.events import Trace
@@ -202,6 +203,33 @@ def test_a_bucket_s_events_are_packed_in_rows_of_at_most_the_chunk_size_in_arriv
             assert text <= limit or len(rows) == 1
         # every event and block summary once, back in arrival order
         assert unpack_chunks(blobs).to_pylist() == unpack_chunks(whole[key]).to_pylist()
+
+
+def test_rows_of_several_read_tasks_come_back_in_arrival_order_each_summary_after_its_block() -> (
+    None
+):
+    schema = pa.schema([("value", pa.string()), ("origin", pa.string())])
+
+    def task(origins: list[str]) -> list[bytes]:
+        values = [GOOD.replace('"ts":1000', f'"ts":{1000 + 7 * i}') for i in range(len(origins))]
+        lines = pa.RecordBatch.from_pydict({"value": values, "origin": origins}, schema=schema)
+        packed = pack_batches(validate_batches(iter([lines])), [0], chunk_bytes=3 * len(GOOD))
+        return [blob for batch in packed for blob in batch.column("events").to_pylist()]
+
+    # one task read files f1 and f3, the other f2: their arrivals interleave
+    first, second = task(["f1"] * 5 + ["f3"] * 4), task(["f2"] * 6)
+    names = ["arrival", "value", "ts", "prior"]
+
+    columns = unpack_columns(second + first, names)
+
+    arrivals = columns["arrival"]
+    assert arrivals == sorted(arrivals)
+    # (each block's summary right after its last event, whose arrival key it shares)
+    summaries = [False] * 5 + [True] + [False] * 6 + [True] + [False] * 4 + [True]
+    assert [value is None for value in columns["value"]] == summaries
+    assert columns == unpack_chunks(first + second).select(names).to_pydict()
+    assert unpack_columns(first, names) == unpack_chunks(first).select(names).to_pydict()
+    assert unpack_columns([], names) == {name: [] for name in names}
 
 
 def test_packed_rows_are_compressed() -> None:
