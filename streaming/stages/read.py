@@ -40,6 +40,7 @@ from streaming.stages.known_tables import KNOWN_TABLES
 __all__ = [
     "CHUNKS_SCHEMA",
     "EVENTS_SCHEMA",
+    "EVERY_BUCKET",
     "pack_batches",
     "pack_events",
     "read_events",
@@ -209,14 +210,17 @@ def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
     return lines.select("value", "origin").mapInArrow(validate_fn, EVENTS_SCHEMA)
 
 
-# Events packed for the stateful stage: per Arrow batch, one row per state bucket, the bucket's
-# events (and every block summary) in Arrow's IPC stream format, under the bucket's grouping
-# key, each with ``owned``: whether this bucket reports it if late or a duplicate. PySpark
-# regroups a group's rows one at a time in Python; a few packed rows per batch instead of one
-# per event take that per-row cost off the stateful tasks.
+# Events packed for the stateful stage: per Arrow batch, rows of each state bucket's events (and
+# every block summary) in Arrow's IPC stream format, under the bucket's grouping key, each with
+# ``owner``: the bucket that counts the event and reports it if late or a duplicate (-1: a block
+# summary, every bucket's). PySpark regroups a group's rows one at a time in Python; a few
+# packed rows per batch instead of one per event take that per-row cost off the stateful tasks.
+# An event that several buckets apply (a registration: every shard of its cluster) is packed
+# once, in a row whose bytes each of them receives.
 _CHUNKS_ARROW_SCHEMA = pa.schema([("bucket", pa.int32()), ("events", pa.binary())])
 CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
-_OWNED = pa.field("owned", pa.bool_())
+_OWNER = pa.field("owner", pa.int32())
+EVERY_BUCKET = -1  # (a block summary's owner)
 
 
 # A packed row's buffers are compressed with LZ4 (Arrow IPC's buffer compression; a reader
@@ -287,21 +291,36 @@ def _in(column: pa.Array, values: frozenset[str]) -> np.ndarray:
     return np.asarray(pc.fill_null(found, False), dtype=bool)
 
 
-def _destinations(
-    batch: pa.RecordBatch, n: int, shards: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's state bucket — where the cluster shard that owns it lives
-    (:func:`streaming.engine.shards.shard_bucket`) —, its cluster's head shard's bucket (-1:
-    none, bucket 0), and whether it goes to the bucket of each of its cluster's shards (an
-    event every shard applies) or to every bucket (a block summary: ``summary``, apart)."""
+def _destinations(batch: pa.RecordBatch, n: int, shards: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's owner — the state bucket where the cluster shard that owns it lives
+    (:func:`streaming.engine.shards.shard_bucket`; a block summary: :data:`EVERY_BUCKET`) — and
+    where it goes, as a *destination*: a bucket (0 to ``n - 1``: the owner's alone), every
+    bucket (-1: a block summary, or an event every shard applies when each cluster has a shard
+    in every bucket), or ``n + base``: the buckets of the shards of a cluster whose head shard
+    is in bucket ``base``, when there are fewer shards than buckets."""
     base = _crc_of(batch.column("cluster"), n)  # the cluster's head shard's bucket; -1: none
     topic_shard = _crc_of(batch.column("topic"), shards)
     kind = batch.column("type")
     valid = np.asarray(pc.is_valid(kind), dtype=bool)
+    summary = np.asarray(pc.is_null(batch.column("value")), dtype=bool)
     by_topic = _in(kind, TOPIC_EVENTS) & (topic_shard >= 0)
     owner_shard = np.where(_in(kind, OWNED_BY_HEAD) | (topic_shard < 0), 0, topic_shard)
     owner = np.where(base < 0, 0, (np.maximum(base, 0) + np.where(valid, owner_shard, 0)) % n)
-    return owner, base, valid & ~by_topic
+    every_shard = valid & ~by_topic
+    spread = EVERY_BUCKET if shards >= n else n + np.maximum(base, 0)
+    destination = np.where(every_shard, spread, owner)
+    destination[summary] = EVERY_BUCKET
+    owner[summary] = EVERY_BUCKET
+    return owner, destination
+
+
+def _buckets(destination: int, n: int, shards: int) -> range | list[int]:
+    """The buckets a destination of :func:`_destinations` stands for, in order."""
+    if destination == EVERY_BUCKET:
+        return range(n)
+    if destination < n:
+        return [destination]
+    return sorted({(destination - n + shard) % n for shard in range(shards)})
 
 
 def pack_batches(
@@ -313,31 +332,29 @@ def pack_batches(
     """Batches of events (:data:`EVENTS_SCHEMA`) -> rows per state bucket: the events its
     cluster shards apply (:mod:`streaming.engine.shards`, ``shards`` per cluster, as many as
     buckets by default; bad input naming no cluster: bucket 0) and every block summary, as
-    Arrow IPC with an ``owned`` column (whether this bucket counts the event, and reports it if
-    late or a duplicate), under ``keys[bucket]``, each row about ``chunk_bytes`` of events at
-    most (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a bucket's rows back in arrival
-    order)."""
+    Arrow IPC with an ``owner`` column (the bucket that counts the event, and reports it if
+    late or a duplicate; -1 for a block summary), under ``keys[bucket]``, each row about
+    ``chunk_bytes`` of events at most (:data:`CHUNK_BYTES`; :func:`unpack_chunks` puts a
+    bucket's rows back in arrival order). Events that go to several buckets are packed once,
+    in rows that each of those buckets receives."""
     n = len(keys)
     shards = shards or n
     for batch in batches:
         if not batch.num_rows:
             continue
         sizes = _sizes(batch)
-        owner, base, every_shard = _destinations(batch, n, shards)
-        summary = np.asarray(pc.is_null(batch.column("value")), dtype=bool)
+        owner, destination = _destinations(batch, n, shards)
         out_keys, blobs = [], []
-        for bucket in range(n):
-            mine = owner == bucket
-            # (shard s of a cluster lives in bucket (base + s) mod n: this bucket holds one
-            # of the cluster's shards when (bucket - base) mod n is below the shards)
-            holds = (bucket - np.maximum(base, 0)) % n < shards
-            indices = np.flatnonzero(mine | summary | (every_shard & holds))
-            owned = pa.array(mine[indices] | summary[indices], pa.bool_())
+        for goes_to in np.unique(destination).tolist():
+            indices = np.flatnonzero(destination == goes_to)
+            buckets = _buckets(goes_to, n, shards)
             for run in _by_size(indices, sizes, chunk_bytes):
-                part = batch.take(pa.array(run, pa.int32()))
-                at = np.searchsorted(indices, run)
-                out_keys.append(keys[bucket])
-                blobs.append(_ipc(part.append_column(_OWNED, owned.take(pa.array(at)))))
+                taken = pa.array(run, pa.int32())
+                part = batch.take(taken).append_column(_OWNER, pa.array(owner[run], pa.int32()))
+                blob = _ipc(part)
+                for bucket in buckets:
+                    out_keys.append(keys[bucket])
+                    blobs.append(blob)
         yield pa.RecordBatch.from_arrays(
             [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary())],
             schema=_CHUNKS_ARROW_SCHEMA,
@@ -394,11 +411,13 @@ def _unpacked(chunks: list[bytes]) -> pa.Table:
     """Packed rows -> the events they hold, in the rows' order."""
     tables = [ipc.open_stream(pa.py_buffer(chunk)).read_all() for chunk in chunks]
     if not tables:
-        return _ARROW_SCHEMA.append(_OWNED).empty_table()
+        return _ARROW_SCHEMA.append(_OWNER).empty_table()
     return pa.concat_tables(tables)
 
 
 def _arrival_order(table: pa.Table) -> np.ndarray:
-    """The indices of ``table``'s rows in arrival order. The sort is stable: a block's summary
-    shares its arrival key with the block's last valid event, and stays after it."""
-    return np.asarray(pc.sort_indices(table.column("arrival")), dtype=np.int64)
+    """The indices of ``table``'s rows in arrival order; a block's summary, which shares its
+    arrival key with the block's last valid event, after that event."""
+    keys = pa.table({"arrival": table.column("arrival"), "summary": pc.is_null(table["value"])})
+    order = pc.sort_indices(keys, sort_keys=[("arrival", "ascending"), ("summary", "ascending")])
+    return np.asarray(order, dtype=np.int64)

@@ -108,7 +108,7 @@ def changes_frame(rows: list[ChangeRow]) -> pd.DataFrame:
 # what the processor reads of the read stage's rows, in this order
 _COLUMNS = [
     *("cluster", "event_id", "ts", "seq", "value", "reason", "detail"),
-    *("arrival", "prior", "held", "owned"),
+    *("arrival", "prior", "held", "owner"),
 ]
 
 
@@ -153,10 +153,10 @@ class StreamProcessor(StatefulProcessor):
         self.final = final
         self.shards = shards or len(keys)
 
-    def _step(self, key: Any) -> Step:
-        """The step of the bucket whose grouping key is ``key``: each cluster in ``shards``
-        shards, of which it holds those that live in it."""
-        n, bucket = len(self.keys), self.keys.index(int(key[0]))
+    def _step(self, bucket: int) -> Step:
+        """The step of state bucket ``bucket``: each cluster in ``shards`` shards, of which it
+        holds those that live in it."""
+        n = len(self.keys)
 
         def mine(cluster: str, shard: int) -> bool:
             return shard_bucket(cluster, shard, n) == bucket
@@ -179,7 +179,8 @@ class StreamProcessor(StatefulProcessor):
         owners: list[str | None] = []
         blocks: list[Block] = []
         bad: list[tuple[str | None, BadLine]] = []
-        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held, owned in zip(
+        bucket = self.keys.index(int(key[0]))
+        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held, owner in zip(
             *columns.values(), strict=True
         ):
             if value is None:
@@ -189,10 +190,10 @@ class StreamProcessor(StatefulProcessor):
                 keys.append(arrival)
                 own.append(prior)
                 forms.append(None if held is None else held_form(held, value))
-                owners.append(cluster if owned else None)
+                owners.append(cluster if owner == bucket else None)
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
-        out = self._step(key)(
+        out = self._step(bucket)(
             self.entries,
             arrivals,
             final=self.final,

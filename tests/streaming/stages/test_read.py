@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from streaming.engine.shards import event_shards, owner_shard, shard_bucket
 from streaming.stages.read import (
     _ARROW_SCHEMA,
+    EVERY_BUCKET,
     _by_size,
     pack_batches,
     pack_events,
@@ -194,7 +195,9 @@ def test_a_bucket_s_events_are_packed_in_rows_of_at_most_the_chunk_size_in_arriv
 
     whole, split = packed(10**9), packed(limit)
 
-    assert {key: len(blobs) for key, blobs in whole.items()} == {0: 1, 1: 1}
+    # (a bucket's own events in one row, and the block summaries in one row both receive)
+    assert {key: len(blobs) for key, blobs in whole.items()} == {0: 2, 1: 2}
+    assert len(set(whole[0]) & set(whole[1])) == 1
     for key, blobs in split.items():
         assert len(blobs) > 2
         for blob in blobs:
@@ -232,6 +235,25 @@ def test_rows_of_several_read_tasks_come_back_in_arrival_order_each_summary_afte
     assert unpack_columns([], names) == {name: [] for name in names}
 
 
+def test_an_event_every_shard_applies_is_packed_once_for_all_the_buckets_that_receive_it() -> None:
+    trace = Trace()
+    for second in range(6):
+        trace.hb(second, f"broker-{second}", {f"T{t}": 4 for t in range(50)})
+    lines = [raw for _, _, _, raw in trace.arrivals()]
+    schema = pa.schema([("value", pa.string()), ("origin", pa.string())])
+    batch = pa.RecordBatch.from_pydict({"value": lines, "origin": ["f1"] * 6}, schema=schema)
+    keys = [100, 101, 102]
+
+    (packed,) = pack_batches(validate_batches(iter([batch])), keys, chunk_bytes=10**9)
+
+    rows = list(zip(*packed.to_pydict().values(), strict=True))
+    assert sorted(key for key, _ in rows) == keys  # (each bucket one row: the cluster's shards)
+    assert len({blob for _, blob in rows}) == 1  # (the same bytes, packed and compressed once)
+    owners = unpack_chunks([rows[0][1]]).column("owner").to_pylist()
+    head = shard_bucket("C", 0, len(keys))
+    assert owners == [head] * 6 + [EVERY_BUCKET]  # (owned by the head shard's bucket; summary)
+
+
 def test_packed_rows_are_compressed() -> None:
     # events that repeat themselves, as registrations (most of the stream's bytes) do
     values = [GOOD.replace('"ts":1000', f'"ts":{1000 + i}') for i in range(200)]
@@ -241,10 +263,10 @@ def test_packed_rows_are_compressed() -> None:
     text = sum(len(v) for v in values)
 
     (batch,) = pack_batches(iter(validated), [0], chunk_bytes=10**9)
-    (blob,) = batch.column("events").to_pylist()
+    blobs = batch.column("events").to_pylist()  # (the events, and apart their block's summary)
 
-    assert len(blob) < text / 3  # (the events' text alone, without their other columns)
-    assert unpack_chunks([blob]).column("value").to_pylist()[:-1] == values  # (+ the summary)
+    assert sum(map(len, blobs)) < text / 3  # (the events' text alone, without other columns)
+    assert unpack_chunks(blobs).column("value").to_pylist()[:-1] == values  # (+ the summary)
 
 
 @given(
@@ -324,7 +346,8 @@ def test_each_row_goes_to_the_buckets_of_the_shards_that_apply_it_and_its_owner_
     for packed in pack_batches(iter([batch]), keys, chunk_bytes=20, shards=shards):
         for key, blob in zip(*packed.to_pydict().values(), strict=True):
             table = unpack_chunks([blob])
-            found[key] += zip(table["arrival"].to_pylist(), table["owned"].to_pylist(), strict=True)
+            owns = [o in (keys.index(key), EVERY_BUCKET) for o in table["owner"].to_pylist()]
+            found[key] += zip(table["arrival"].to_pylist(), owns, strict=True)
 
     assert {key: sorted(rows) for key, rows in found.items()} == expected
 
