@@ -398,9 +398,9 @@ def unpack_columns(chunks: list[bytes], names: list[str]) -> dict[str, list[Any]
     order (:func:`unpack_chunks`'s rows, column by column). The rows are put in order as lists
     of Python values: taking every column of a bucket's batch in Arrow (its raw lines, tens of
     megabytes) cost the stateful task several times more (docs/performance-notes.md)."""
-    table = _unpacked(chunks).select(names)
+    table = _unpacked(chunks)
     order = _arrival_order(table)
-    columns: dict[str, list[Any]] = table.to_pydict()
+    columns: dict[str, list[Any]] = table.select(names).to_pydict()
     if len(order) < 2 or bool(np.all(order[1:] > order[:-1])):
         return columns
     reorder = operator.itemgetter(*order.tolist())

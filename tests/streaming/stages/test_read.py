@@ -233,6 +233,7 @@ def test_rows_of_several_read_tasks_come_back_in_arrival_order_each_summary_afte
     assert columns == unpack_chunks(first + second).select(names).to_pydict()
     assert unpack_columns(first, names) == unpack_chunks(first).select(names).to_pydict()
     assert unpack_columns([], names) == {name: [] for name in names}
+    assert unpack_columns(second + first, ["ts"]) == {"ts": columns["ts"]}
 
 
 def test_an_event_every_shard_applies_is_packed_once_for_all_the_buckets_that_receive_it() -> None:
