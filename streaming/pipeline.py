@@ -1,6 +1,8 @@
 """The job's stages, each a DataFrame -> DataFrame function that works on a stream or a table.
 
-    lines   = spool_lines(...)          # or kafka_lines(...): (value, origin), streaming.sources
+    lines   = kafka_lines(...)          # (value, origin), streaming.sources; or the spool's
+                                        # files, spool_files(...), and read_lines, which reads
+                                        # their lines in stage 1's Python
     events  = read_events(lines)        # stage 1: validated, with arrival order, and each
                                         # block's summary for the clock
     changes = track_clusters(events)    # stage 2+3: route tables and alerts of every cluster,
@@ -22,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.group import GroupedData
 
 from routewatch.errors import RoutewatchError
-from streaming.stages.read import pack_events, read_packed
+from streaming.stages.read import LinesOf, counting_lines, pack_events, read_packed
 from streaming.stages.track import CHANGES_SCHEMA, StreamProcessor
 
 __all__ = ["by_bucket", "changes", "state_keys", "track_clusters"]
@@ -112,13 +114,17 @@ def changes(
     final: bool = False,
     by_event_time: bool = False,
     shards: int | None = None,
+    lines_of: LinesOf | None = None,
 ) -> DataFrame:
     """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
 
     ``by_event_time``: a batch's lines come from several independent sources (Kafka
     partitions) and are interleaved by event time (see ``streaming.stages.read``).
     ``shards``: each cluster's shards by topic (as many as the state buckets by default).
+    ``lines_of``: what makes lines of the input's rows, when they are not lines (the spool's
+    files: ``streaming.sources.spool.read_lines``).
     """
     keys = state_keys(lines.sparkSession, partitions_of(lines.sparkSession))
-    grouped = read_packed(lines, keys, shards, by_event_time=by_event_time).groupBy("bucket")
+    packed = read_packed(lines, keys, shards, by_event_time=by_event_time, lines_of=lines_of)
+    grouped = counting_lines(packed).groupBy("bucket")
     return _tracked(grouped, keys, shards, lateness_ms, dedupe_horizon_ms, final)

@@ -16,7 +16,7 @@ from routewatch.changes import EVENTS_APPLIED, ChangeRow, alert_versions
 from routewatch.errors import RoutewatchError
 from streaming.pipeline import changes
 from streaming.settings import StreamingSettings
-from streaming.sources.spool import compression_damage, file_lines
+from streaming.sources.spool import compression_damage, read_lines, trace_files, unread_codec
 
 __all__ = ["Evaluated", "check_readable", "evaluate_runs", "evaluate_traces", "final_alerts"]
 
@@ -34,6 +34,12 @@ def check_readable(path: Path) -> None:
         ) from None
     except OSError as exc:
         raise RoutewatchError(f"cannot read the trace {path}: {exc.strerror}.") from None
+    codec = unread_codec(path)
+    if codec is not None:
+        raise RoutewatchError(
+            f"the trace {path} is compressed with {codec} in Hadoop's framing, which routewatch "
+            "does not read: give it uncompressed, or as .gz, .bz2 or .zst."
+        )
     damage = compression_damage(path)
     if damage is not None:
         raise RoutewatchError(
@@ -91,13 +97,13 @@ def evaluate_runs(
     runs = {"stream": paths} if one_stream else {str(p): [p] for p in paths}
     out: dict[str, Evaluated] = {}
     for name, run in runs.items():
-        text = spark.read.format("text").load([str(p.absolute()) for p in run])
         rows = changes(
-            file_lines(text),
+            trace_files(spark, run),
             lateness_ms=settings.lateness_ms,
             dedupe_horizon_ms=settings.dedupe_horizon_ms,
             final=True,
             shards=settings.cluster_shards or None,
+            lines_of=read_lines,
         ).collect()
         detected = int(time.time() * 1000)
         alerts = [dataclasses.asdict(StoredAlert.detected(a, detected)) for a in final_alerts(rows)]

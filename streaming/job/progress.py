@@ -26,8 +26,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from routewatch.store import Store, StoreUnavailableError
+from streaming.stages.read import LINES_READ, READ_METRICS
 
-__all__ = ["QueryEvents", "add_query_events", "left_input_unread", "progress_log"]
+__all__ = ["QueryEvents", "add_query_events", "input_lines", "left_input_unread", "progress_log"]
 
 log = logging.getLogger("routewatch.stream")
 
@@ -85,6 +86,17 @@ def add_query_events(spark: SparkSession, events: QueryEvents) -> Any:
     return wrapper
 
 
+def input_lines(progress: Any) -> int:
+    """The lines (Kafka records) a micro-batch read, from its progress: the read stage's own
+    count (``streaming.stages.read.counting_lines``), or else Spark's ``numInputRows`` — which
+    for the spool, whose source rows are files, counts files."""
+    try:  # (Spark's JSON, or PySpark's progress object, whose metrics are rows)
+        lines = progress["observedMetrics"][READ_METRICS][LINES_READ]
+    except (KeyError, ValueError, TypeError):
+        lines = None
+    return int(progress["numInputRows"] if lines is None else lines)
+
+
 def left_input_unread(progress: dict[str, Any]) -> bool:
     """Whether a batch ended before the input its sources had: a source that reports its
     latest offset (Spark's Kafka source, routewatch's) reported one past the batch's end, as
@@ -131,7 +143,7 @@ class ProgressLog:
         if target is None:
             return
         store_url, job = target
-        batch_id, input_rows = p["batchId"], p["numInputRows"]
+        batch_id, input_rows = p["batchId"], input_lines(p)
         duration = int(p.get("durationMs", {}).get("triggerExecution", 0))
         try:
             store = Store(store_url)  # the job migrated it at start

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 
-from routewatch.changes import ChangeRow, encode_bad
+from routewatch.changes import ChangeRow
 from routewatch.store import Store, StoreUnavailableError, open_store
-from streaming.sources.spool import corrupt_files, remove_read_files
+from streaming.sources.spool import remove_read_files
 
 __all__ = ["job_name", "store_writer"]
 
@@ -42,9 +42,7 @@ def store_writer(
     A batch the store already has (replayed after a restart) is skipped. While the store is
     unavailable, the write is retried for up to ``retry_for_s`` seconds before the job fails.
     Every ``PRUNE_EVERY_BATCHES`` batches, rows older than ``retention_ms`` are pruned. With
-    the spool's ``source_log`` (``<checkpoint>/sources/0``), the batch's compressed files that
-    Spark could not read to their end are quarantined in the same transaction
-    (:func:`streaming.sources.spool.corrupt_files`); and, with ``spool_keep_ms``, the spool
+    the spool's ``source_log`` (``<checkpoint>/sources/0``) and ``spool_keep_ms``, the spool
     files that committed batches took are removed (or moved to ``spool_archive``) once older
     than that: at the run's second batch (its first whose predecessors are committed), then at
     most every :data:`SPOOL_CLEAN_EVERY_S`.
@@ -55,8 +53,6 @@ def store_writer(
 
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = [ChangeRow._make(r) for r in batch.collect()]
-        if source_log is not None:
-            rows += [encode_bad(None, bad) for bad in corrupt_files(source_log, batch_id)]
         deadline = time.monotonic() + retry_for_s
         delay = 0.2
         while True:

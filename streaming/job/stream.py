@@ -24,7 +24,7 @@ from streaming.job.sink import job_name, store_writer
 from streaming.pipeline import changes
 from streaming.settings import StreamingSettings, under_spark_submit
 from streaming.sources.kafka import check_reachable, connector_conf, kafka_lines, kafka_records
-from streaming.sources.spool import spool_lines
+from streaming.sources.spool import read_lines, spool_files
 from streaming.spark.session import set_log_level, spark_session, stop_session
 
 __all__ = [
@@ -114,15 +114,16 @@ def start_stream(
     job = job_name(str(checkpoint))
     open_store(settings.store_url).close()  # create and migrate before the first batch
     if source == "spool":
-        lines = spool_lines(spark, settings)
+        rows, lines_of = spool_files(spark, settings), read_lines
     else:
-        lines = kafka_lines(kafka_records(spark, settings))
+        rows, lines_of = kafka_lines(kafka_records(spark, settings)), None
     output = changes(
-        lines,
+        rows,
         lateness_ms=settings.lateness_ms,
         dedupe_horizon_ms=settings.dedupe_horizon_ms,
         by_event_time=source == "kafka",
         shards=shards,
+        lines_of=lines_of,
     )
     listener = progress_log(spark)
     query = (

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from routewatch.validation import BadInput
@@ -41,6 +43,10 @@ __all__ = [
     "CHUNKS_SCHEMA",
     "EVENTS_SCHEMA",
     "EVERY_BUCKET",
+    "LINES_READ",
+    "READ_METRICS",
+    "LinesOf",
+    "counting_lines",
     "pack_batches",
     "pack_events",
     "read_events",
@@ -108,7 +114,9 @@ def validate_batches(
     or in the partition's last batch).
 
     With ``by_event_time``, the arrival key starts with the event's ``ts``, so that a batch's
-    lines from several sources (Kafka partitions) interleave by event time.
+    lines from several sources (Kafka partitions) interleave by event time. A batch may have a
+    ``damage`` column: a row where it is set stands for a file that could not be read to its
+    end (its ``value``: the file's path), bad input ``corrupt_file`` with that detail.
     """
     row = 0
     blocks = _Blocks(by_event_time)
@@ -118,6 +126,11 @@ def validate_batches(
             yield pa.RecordBatch.from_pydict(pending, schema=_ARROW_SCHEMA)
         values = batch.column("value").to_pylist()
         origins = batch.column("origin").to_pylist()
+        if "damage" in batch.schema.names and batch.column("damage").null_count < len(values):
+            damages = batch.column("damage").to_pylist()
+            values = [
+                v if d is None else _Damaged(v, d) for v, d in zip(values, damages, strict=True)
+            ]
         cols: dict[str, list[object]] = {name: [] for name in _ARROW_SCHEMA.names}
         for value, origin in zip(values, origins, strict=True):
             arrival = f"{origin}|{row:012d}"
@@ -161,14 +174,26 @@ def _summaries(cols: dict[str, list[object]], blocks: _Blocks) -> None:
     blocks.ended.clear()
 
 
-def _decode(value: bytes | str, origin: str) -> tuple[str, dict[str, Any] | BadInput]:
+@dataclass(frozen=True, slots=True)
+class _Damaged:
+    """The row that stands for a file the source could not read to its end: its path, and why
+    (``streaming.sources.spool``)."""
+
+    path: bytes
+    detail: str
+
+
+def _decode(value: bytes | str | _Damaged, origin: str) -> tuple[str, dict[str, Any] | BadInput]:
     """A line's text and the event it holds, or why it is not one: input that is not UTF-8
     is bad input (``not_utf8``, naming where it came from), its text kept with each bad byte
-    written as a backslash escape. A registration whose topic table was validated before has
+    written as a backslash escape; a file that could not be read to its end, ``corrupt_file``
+    with its path as the text. A registration whose topic table was validated before has
     its table left out of the event (``streaming.stages.known_tables``): the stage reads only
     the envelope."""
     if isinstance(value, str):
         return value, KNOWN_TABLES.parse(value)
+    if isinstance(value, _Damaged):
+        return value.path.decode(errors="backslashreplace"), BadInput("corrupt_file", value.detail)
     try:
         text = value.decode()
     except UnicodeDecodeError as exc:
@@ -199,15 +224,34 @@ def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
     cols["detail"].append(bad.detail)
 
 
-def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
-    """``(value, origin)`` lines -> validated events with their arrival order.
+# What turns the batches of a source's rows into batches of lines, ``(value, origin)`` (and
+# ``damage``: see :func:`validate_batches`), in the read stage's Python — for the spool, whose
+# rows are files: ``streaming.sources.spool.read_lines``. None: the rows are lines already.
+LinesOf = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def _input(rows: DataFrame, lines_of: LinesOf | None) -> DataFrame:
+    return rows if lines_of is not None else rows.select("value", "origin")
+
+
+def _validated(
+    batches: Iterator[pa.RecordBatch], by_event_time: bool, lines_of: LinesOf | None
+) -> Iterator[pa.RecordBatch]:
+    return validate_batches(batches if lines_of is None else lines_of(batches), by_event_time)
+
+
+def read_events(
+    lines: DataFrame, *, by_event_time: bool = False, lines_of: LinesOf | None = None
+) -> DataFrame:
+    """``(value, origin)`` lines (or rows that ``lines_of`` makes lines of) -> validated events
+    with their arrival order.
 
     Valid events have ``reason`` null and their envelope in columns; bad input has ``reason``
     (one of ``routewatch.validation.BAD_INPUT_REASONS``) and ``detail`` set. ``by_event_time``:
     see :func:`validate_batches`.
     """
-    validate_fn = functools.partial(validate_batches, by_event_time=by_event_time)
-    return lines.select("value", "origin").mapInArrow(validate_fn, EVENTS_SCHEMA)
+    validate_fn = functools.partial(_validated, by_event_time=by_event_time, lines_of=lines_of)
+    return _input(lines, lines_of).mapInArrow(validate_fn, EVENTS_SCHEMA)
 
 
 # Events packed for the stateful stage: per Arrow batch, rows of each state bucket's events (and
@@ -217,7 +261,12 @@ def read_events(lines: DataFrame, *, by_event_time: bool = False) -> DataFrame:
 # packed rows per batch instead of one per event take that per-row cost off the stateful tasks.
 # An event that several buckets apply (a registration: every shard of its cluster) is packed
 # once, in a row whose bytes each of them receives.
-_CHUNKS_ARROW_SCHEMA = pa.schema([("bucket", pa.int32()), ("events", pa.binary())])
+# ``lines``: the input lines the rows of one Arrow batch were read from, on its first row (0 on
+# the others), summed per micro-batch into its progress (:data:`READ_METRICS`): the spool's
+# source rows are files, so Spark's ``numInputRows`` counts files there.
+_CHUNKS_ARROW_SCHEMA = pa.schema(
+    [("bucket", pa.int32()), ("events", pa.binary()), ("lines", pa.int64())]
+)
 CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
 _OWNER = pa.field("owner", pa.int32())
 EVERY_BUCKET = -1  # (a block summary's owner)
@@ -355,8 +404,11 @@ def pack_batches(
                 for bucket in buckets:
                     out_keys.append(keys[bucket])
                     blobs.append(blob)
+        lines = [0] * len(blobs)
+        if lines:  # (every row of input but the block summaries, which the stage added)
+            lines[0] = batch.num_rows - batch.column("value").null_count
         yield pa.RecordBatch.from_arrays(
-            [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary())],
+            [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary()), pa.array(lines)],
             schema=_CHUNKS_ARROW_SCHEMA,
         )
 
@@ -370,21 +422,47 @@ def pack_events(events: DataFrame, keys: list[int], shards: int | None = None) -
 
 
 def _validate_and_pack(
-    batches: Iterator[pa.RecordBatch], keys: list[int], shards: int | None, by_event_time: bool
+    batches: Iterator[pa.RecordBatch],
+    keys: list[int],
+    shards: int | None,
+    by_event_time: bool,
+    lines_of: LinesOf | None,
 ) -> Iterator[pa.RecordBatch]:
-    return pack_batches(validate_batches(batches, by_event_time), keys, shards=shards)
+    return pack_batches(_validated(batches, by_event_time, lines_of), keys, shards=shards)
 
 
 def read_packed(
-    lines: DataFrame, keys: list[int], shards: int | None = None, *, by_event_time: bool = False
+    lines: DataFrame,
+    keys: list[int],
+    shards: int | None = None,
+    *,
+    by_event_time: bool = False,
+    lines_of: LinesOf | None = None,
 ) -> DataFrame:
-    """``(value, origin)`` lines -> validated events packed for the state buckets of ``keys``
-    (:func:`read_events`, then :func:`pack_events`), in one pass over each batch: one Python
-    worker and one trip of the events between Spark's JVM and Python instead of two."""
+    """``(value, origin)`` lines (or rows that ``lines_of`` makes lines of) -> validated events
+    packed for the state buckets of ``keys`` (:func:`read_events`, then :func:`pack_events`),
+    in one pass over each batch: one Python worker and one trip of the events between Spark's
+    JVM and Python instead of two."""
     run = functools.partial(
-        _validate_and_pack, keys=keys, shards=shards, by_event_time=by_event_time
+        _validate_and_pack,
+        keys=keys,
+        shards=shards,
+        by_event_time=by_event_time,
+        lines_of=lines_of,
     )
-    return lines.select("value", "origin").mapInArrow(run, CHUNKS_SCHEMA)
+    return _input(lines, lines_of).mapInArrow(run, CHUNKS_SCHEMA)
+
+
+# the name of the read stage's metrics in a micro-batch's progress (``observedMetrics``), and
+# of its one figure: the lines (Kafka records) the batch read
+READ_METRICS = "read"
+LINES_READ = "lines"
+
+
+def counting_lines(packed: DataFrame) -> DataFrame:
+    """Packed rows that report the lines their batch read in its progress (:data:`READ_METRICS`:
+    ``{"lines": n}``, Spark's observed metrics)."""
+    return packed.observe(READ_METRICS, F.sum("lines").alias(LINES_READ))
 
 
 def unpack_chunks(chunks: list[bytes]) -> pa.Table:

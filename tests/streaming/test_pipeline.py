@@ -21,7 +21,7 @@ from streaming.engine.runner import StreamRun, run_stream
 from streaming.job.evaluate import evaluate_traces, final_alerts
 from streaming.pipeline import changes, track_clusters
 from streaming.settings import StreamingSettings
-from streaming.sources.spool import file_lines
+from streaming.sources.spool import read_lines, trace_files
 from streaming.stages.read import read_events
 from tests.support.traces import expected, shape, write_trace
 
@@ -71,10 +71,10 @@ def test_bad_input_is_quarantined_with_its_reason_and_changes_nothing(
     lines = gzip.decompress(traces["broker-dies"].read_bytes()).decode().splitlines()
     noisy = tmp_path / "noisy.jsonl"
     noisy.write_text("\n".join([lines[0], "{oops", '{"v":2}', *lines[1:], "[]"]) + "\n")
-    text = spark.read.format("text").load(str(noisy))
+    files = trace_files(spark, [noisy])
 
     rows = changes(
-        file_lines(text), lateness_ms=2000, dedupe_horizon_ms=300_000, final=True
+        files, lateness_ms=2000, dedupe_horizon_ms=300_000, final=True, lines_of=read_lines
     ).collect()
 
     changes_ = [decode(ChangeRow(*r)) for r in rows]

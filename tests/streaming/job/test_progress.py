@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from routewatch.testing.processes import wait_for
-from streaming.job.progress import QueryEvents, add_query_events
+from streaming.job.progress import QueryEvents, add_query_events, input_lines
 
 pytestmark = pytest.mark.spark
 
@@ -127,3 +127,10 @@ def test_an_idle_query_is_reported_with_its_id(
 
     # an idle report is no batch: the only progress is the one batch that read the file
     assert [p["numInputRows"] for p in heard.progress if p["id"] == query_id] == [1]
+
+
+def test_a_batch_s_input_rows_are_the_lines_the_read_stage_counted() -> None:
+    # (the spool's source rows are files: Spark's numInputRows counts those)
+    assert input_lines({"numInputRows": 3, "observedMetrics": {"read": {"lines": 700}}}) == 700
+    assert input_lines({"numInputRows": 0, "observedMetrics": {"read": {"lines": None}}}) == 0
+    assert input_lines({"numInputRows": 5}) == 5  # (a query without the read stage's count)

@@ -1,62 +1,139 @@
-"""The spool's compressed files that Spark could not read to their end, found from the file
-source's own log (``streaming/sources/spool.py``), on literal files: no Spark."""
+"""The spool's files read as lines in Python (``streaming/sources/spool.py``): line ends, the
+compressions read, damaged and unread files, and the retention's removal from the file source's
+log; on literal files, no Spark."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
+import zlib
 from pathlib import Path
 
 import orjson
+import pyarrow as pa
+import pytest
 
-from streaming.sources.spool import corrupt_files, remove_read_files
+from streaming.sources import spool
+from streaming.sources.spool import compression_damage, read_lines, remove_read_files
 
 LINES = b"".join(b'{"n": %d}\n' % i for i in range(1000))
 
 
-def _log(source_log: Path, name: str, entries: list[tuple[Path, int]]) -> None:
-    """The file source's log file ``name``: a version line, then one JSON entry per file."""
-    source_log.mkdir(parents=True, exist_ok=True)
-    body = [orjson.dumps({"path": p.as_uri(), "timestamp": 0, "batchId": b}) for p, b in entries]
-    (source_log / name).write_bytes(b"\n".join([b"v1", *body]))
+def _read(*paths: Path) -> list[tuple[bytes, str, str | None]]:
+    """The rows :func:`read_lines` gives for ``paths``, each file's origin its name."""
+    files = pa.RecordBatch.from_pydict(
+        {"path": [p.as_uri() for p in paths], "origin": [p.name for p in paths]}
+    )
+    out: list[tuple[bytes, str, str | None]] = []
+    for batch in read_lines(iter([files])):
+        assert batch.schema == spool.LINES_SCHEMA
+        out += zip(*batch.to_pydict().values(), strict=True)
+    return out
 
 
-def test_a_truncated_or_false_compressed_file_of_the_batch_is_quarantined(tmp_path: Path) -> None:
-    whole, truncated = tmp_path / "whole.jsonl.gz", tmp_path / "cut off.jsonl.gz"
-    whole.write_bytes(gzip.compress(LINES))
-    truncated.write_bytes(gzip.compress(LINES)[:300])
-    false = tmp_path / "false.jsonl.bz2"
-    false.write_bytes(b"not bzip2 at all")
-    plain = tmp_path / "plain.jsonl"
-    plain.write_bytes(b"\xff\xfe")  # its lines are the read stage's business, not this
-    _log(tmp_path / "log", "3", [(p, 3) for p in (whole, truncated, false, plain)])
+def test_lines_end_at_newline_carriage_return_or_both(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\xef\xbb\xbfa\r\nb\rc\n\nd")  # a byte order mark, then every kind of end
 
-    bad = corrupt_files(tmp_path / "log", 3)
+    assert _read(path) == [(v, "mixed.jsonl", None) for v in (b"a", b"b", b"c", b"", b"d")]
 
-    assert [(b.reason, b.raw) for b in bad] == [
-        ("corrupt_file", str(truncated)),
-        ("corrupt_file", str(false)),
-    ]
-    assert bad[0].detail.startswith(f"{truncated} is not a whole gz file (")
-    assert bad[0].detail.endswith(
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+def test_a_line_across_reads_is_one_line(
+    tmp_path: Path, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool, "_READ_BYTES", size)  # (every \r\n and line split across reads)
+    path = tmp_path / "small.jsonl"
+    path.write_bytes(b"one\r\ntwo\r\n\r\nthree\rfour\n")
+
+    assert [v for v, _, _ in _read(path)] == [b"one", b"two", b"", b"three", b"four"]
+
+
+def test_an_empty_file_holds_no_line_and_a_removed_one_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "kept.jsonl").write_bytes(b"x\n")
+
+    rows = _read(tmp_path / "empty.jsonl", tmp_path / "gone.jsonl", tmp_path / "kept.jsonl")
+
+    assert rows == [(b"x", "kept.jsonl", None)]
+
+
+def test_many_lines_come_in_batches_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool, "_LINES_PER_BATCH", 300)
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(LINES)
+
+    assert b"\n".join(v for v, _, _ in _read(path)) + b"\n" == LINES
+
+
+@pytest.mark.parametrize(
+    ("suffix", "compress"),
+    [
+        (".gz", gzip.compress),
+        (".bz2", bz2.compress),
+        (".deflate", zlib.compress),
+        (".zst", lambda data: pa.compress(data, "zstd", asbytes=True)),
+    ],
+)
+def test_each_compression_is_read_and_a_truncated_file_gives_its_lines_and_its_damage(
+    tmp_path: Path, suffix: str, compress: object
+) -> None:
+    assert callable(compress)
+    whole, cut = tmp_path / f"whole.jsonl{suffix}", tmp_path / f"cut.jsonl{suffix}"
+    whole.write_bytes(compress(LINES))
+    # two compressed parts (one zlib stream), the second cut off
+    lines = LINES.splitlines()
+    first, second = (
+        b"".join(line + b"\n" for line in lines[:100]),
+        LINES[len(b"".join(lines[:100])) + 100 :],
+    )
+    if suffix == ".deflate":
+        cut.write_bytes(compress(LINES)[:-40])
+    else:
+        cut.write_bytes(compress(first) + compress(second)[:-40])
+
+    assert [v for v, _, _ in _read(whole)] == lines
+    assert compression_damage(whole) is None
+    *read, (raw, origin, damage) = _read(cut)
+    assert all(d is None for _, _, d in read) and origin == cut.name
+    assert raw == str(cut).encode() and damage is not None
+    assert damage.startswith(f"{cut} is not a whole {suffix[1:]} file (")
+    assert damage.endswith(
         "): the lines before the damage were read, the rest of the file was skipped; replace "
         "the file under a new name to have it read again."
     )
+    assert compression_damage(cut) is not None
+    # the lines before the damage (Python's decompressors give them as they come; Arrow's zstd
+    # stream, which reads ahead, gives none of a file it finds damaged)
+    assert [v for v, _, _ in read] == lines[: len(read)]
+    if suffix in (".gz", ".bz2"):
+        assert len(read) >= 100
 
 
-def test_a_compacted_log_gives_the_files_of_that_batch_only(tmp_path: Path) -> None:
-    earlier, this = tmp_path / "earlier.gz", tmp_path / "this.gz"
-    earlier.write_bytes(b"garbage")
-    this.write_bytes(bz2.compress(LINES)[:50])  # named .gz: read as gzip, and not gzip
-    _log(tmp_path / "log", "9.compact", [(earlier, 8), (this, 9)])
+def test_a_file_named_compressed_that_is_not_is_one_line_of_damage(tmp_path: Path) -> None:
+    false = tmp_path / "false.jsonl.gz"
+    false.write_bytes(b"not gzip at all\n")
 
-    assert [b.raw for b in corrupt_files(tmp_path / "log", 9)] == [str(this)]
-    assert corrupt_files(tmp_path / "log", 10) == []  # not logged (yet): nothing
+    ((raw, _, damage),) = _read(false)
+
+    assert raw == str(false).encode() and damage is not None and "not a whole gz file" in damage
 
 
-def test_a_file_removed_since_is_not_reported(tmp_path: Path) -> None:
-    _log(tmp_path / "log", "0", [(tmp_path / "gone.gz", 0)])
-    assert corrupt_files(tmp_path / "log", 0) == []
+def test_hadoop_lz4_and_snappy_are_not_read_but_quarantined_whole(tmp_path: Path) -> None:
+    path = tmp_path / "part-0000.jsonl.lz4"
+    path.write_bytes(b"\x00\x00\x01\x00whatever")
+
+    ((raw, _, damage),) = _read(path)
+
+    assert raw == str(path).encode()
+    assert damage == (
+        f"{path} is compressed with lz4 in Hadoop's framing, which the job does not read: "
+        "nothing of it was read; publish it uncompressed, or as .gz, .bz2 or .zst, under a "
+        "new name."
+    )
+    assert compression_damage(tmp_path / "plain.jsonl") is None  # (not compressed: not looked at)
 
 
 def test_read_files_past_the_retention_are_removed_or_archived(tmp_path: Path) -> None:
