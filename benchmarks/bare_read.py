@@ -11,8 +11,10 @@ measured over the batches from ``--first``; prints its rate as JSON after
 (:func:`benchmarks.revisions.environment`, as ``benchmarks.state_partitions`` runs it), it
 reads with that revision's stage 1: issue 38 measures the job against the read of the design before
 it, which did less (no block summaries, priors, topics or held forms), so that work moved into
-the read stage does not flatter the ratio. This module imports only what every revision since
-2026-11-28 has: ``read_events``, ``file_lines`` and ``spark_session``.
+the read stage does not flatter the ratio. Each revision reads the spool as its job does: with
+Spark's text source until 2026-12-05, then with the files read in the read stage's Python
+(``streaming.sources.spool.read_lines``). This module imports only what every revision since
+2026-11-28 has: ``read_events`` and ``spark_session`` (and the spool's reading, as it finds it).
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from benchmarks.results import median
-from streaming.sources.spool import file_lines
 from streaming.spark.session import spark_session
 from streaming.stages.read import read_events
 
@@ -65,13 +67,23 @@ class Rate:
 STATE_PARTS = ("allUpdatesTimeMs", "commitTimeMs")
 
 
+def input_rows(progress: dict[str, Any]) -> int:
+    """The lines a batch read, from its progress (``streaming.job.progress.input_lines``; in a
+    revision without it, Spark's ``numInputRows``: its sources' rows were lines)."""
+    try:
+        from streaming.job.progress import input_lines
+    except ImportError:
+        return int(progress["numInputRows"])
+    return input_lines(progress)
+
+
 def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
     rate = Rate()
     parts: dict[str, list[float]] = {}
     for p in progress:
-        if p["batchId"] >= first_batch and p["numInputRows"]:
+        if p["batchId"] >= first_batch and input_rows(p):
             seconds = p["durationMs"]["triggerExecution"] / 1000
-            rate.events += p["numInputRows"]
+            rate.events += input_rows(p)
             rate.seconds += seconds
             rate.durations.append(seconds)
             for name, ms in p["durationMs"].items():
@@ -84,8 +96,22 @@ def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
 
 
 def read_frame(spark: SparkSession, spool: Path, batch_s: int) -> DataFrame:
-    text = spark.readStream.format("text").option("maxFilesPerTrigger", batch_s).load(str(spool))
-    return read_events(file_lines(text))
+    """Stage 1 over the spool, read as this revision's job reads it."""
+    try:
+        from streaming.sources.spool import BINARY_FILE_SCHEMA, file_rows, read_lines
+    except ImportError:  # (a revision of 2026-12-05 or before: Spark's text source)
+        from streaming.sources.spool import file_lines  # type: ignore[attr-defined]
+
+        reader = spark.readStream.format("text")
+        text = reader.option("maxFilesPerTrigger", batch_s).load(str(spool))
+        return read_events(file_lines(text))
+    from streaming.stages.read import LINES_READ, READ_METRICS
+
+    reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
+    files = reader.option("maxFilesPerTrigger", batch_s).load(str(spool))
+    events = read_events(file_rows(files), lines_of=read_lines)
+    # (the source's rows are files: the lines are counted as the job counts them)
+    return events.observe(READ_METRICS, F.count("value").alias(LINES_READ))
 
 
 def drained_rate(query: StreamingQuery, first_batch: int) -> Rate:

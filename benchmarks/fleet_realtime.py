@@ -90,7 +90,15 @@ from pyspark.sql.streaming.stateful_processor import (
     TimerValues,
 )
 
-from benchmarks.bare_read import Rate, bare_rate, drained_rate, noop_rate, read_frame, steady_rate
+from benchmarks.bare_read import (
+    Rate,
+    bare_rate,
+    drained_rate,
+    input_rows,
+    noop_rate,
+    read_frame,
+    steady_rate,
+)
 from benchmarks.results import median, print_table, record
 from emitter.fleet import FleetSpec, generate_fleet
 from routewatch.changes import Count, encode_count
@@ -364,7 +372,7 @@ class Progress:
             return [
                 p["durationMs"]["triggerExecution"] / 1000
                 for p in self.batches
-                if p["batchId"] >= first_batch and p["numInputRows"]
+                if p["batchId"] >= first_batch and input_rows(p)
             ]
 
     def parts(self, first_batch: int) -> dict[str, float]:
@@ -381,9 +389,7 @@ class Progress:
         (``time.monotonic``)."""
         with self.changed:
             while True:
-                taken = sum(
-                    int(p["numInputRows"]) for p in self.batches if p["batchId"] >= first_batch
-                )
+                taken = sum(input_rows(p) for p in self.batches if p["batchId"] >= first_batch)
                 left = deadline - time.monotonic()
                 if taken >= rows or left <= 0:
                     return taken
