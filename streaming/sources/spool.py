@@ -5,9 +5,9 @@ opens no file): it keeps the log of the files each batch took in the checkpoint
 (``<checkpoint>/sources/0``), takes each file once, when it first sees it, and caps the files
 per batch (``ROUTEWATCH_MAX_FILES_PER_TRIGGER``). Each file is then read whole by the read
 stage's Python worker (:func:`read_lines`), which splits its lines as Spark's text source did
-(``\n``, ``\r\n`` or ``\r``; a UTF-8 byte order mark at its start dropped) and validates them
-in the same pass: the lines never become rows of Spark's JVM, which held about a fifth of the
-read stage's time (docs/performance-notes.md, 2026-12-05 night).
+(``\n``, ``\r\n`` or ``\r``; a UTF-8 byte order mark at its start dropped) and hands them to
+validation in the same pass: the lines never become rows of Spark's JVM, which held about a
+fifth of the read stage's time (docs/performance-notes.md, 2026-12-05, last).
 
 A compressed file (``.gz``, ``.bz2``, ``.deflate``: zlib, ``.zst``) is decompressed as it is
 read; one that does not decompress to its end — truncated, or not compressed at all — gives
