@@ -133,15 +133,28 @@ def _file_batches(path: Path, origin: str) -> Iterator[pa.RecordBatch]:
     except _UnreadError as exc:
         damage = str(exc)
     except (EOFError, OSError, ValueError, zlib.error) as exc:
-        damage = (
-            f"{path} is not a whole {path.suffix[1:]} file ({exc}): the lines before the "
-            "damage were read, the rest of the file was skipped; replace the file under a "
-            "new name to have it read again."
-        )
+        damage = _damage(path, exc)
     if damage is not None:
         values.append(str(path).encode())
     if values:
         yield _batch(values, origin, damage)
+
+
+def _damage(path: Path, exc: Exception) -> str:
+    """Why the file ``path`` was not read to its end: a compressed file that does not decompress
+    to its end, or any file the system would not read (its permissions, a disk error)."""
+    if _compressed(path):
+        what = f"is not a whole {path.suffix[1:]} file ({exc})"
+    else:
+        what = f"could not be read to its end ({getattr(exc, 'strerror', None) or exc})"
+    return (
+        f"{path} {what}: the lines before the damage were read, the rest of the file was "
+        "skipped; replace the file under a new name to have it read again."
+    )
+
+
+def _compressed(path: Path) -> bool:
+    return path.suffix in _OPENERS or path.suffix == ".deflate"
 
 
 def _batch(values: list[bytes], origin: str, damage: str | None = None) -> pa.RecordBatch:
@@ -227,7 +240,7 @@ def compression_damage(path: Path) -> str | None:
     """Why the compressed file ``path`` (``.gz``, ``.bz2``, ``.deflate``, ``.zst``) does not
     decompress to its end, or None when it does or is not one of those. ``FileNotFoundError``
     when it is gone."""
-    if path.suffix not in _OPENERS and path.suffix != ".deflate":
+    if not _compressed(path):
         return None
     try:
         for _ in _chunks(path):

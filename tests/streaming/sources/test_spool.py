@@ -121,6 +121,20 @@ def test_a_file_named_compressed_that_is_not_is_one_line_of_damage(tmp_path: Pat
     assert raw == str(false).encode() and damage is not None and "not a whole gz file" in damage
 
 
+def test_a_file_the_system_will_not_read_is_one_line_of_damage_saying_why(tmp_path: Path) -> None:
+    unreadable = tmp_path / "not-a-file.jsonl"  # (a directory: root reads any file)
+    unreadable.mkdir()
+
+    ((raw, _, damage),) = _read(unreadable)
+
+    assert raw == str(unreadable).encode()
+    assert damage == (
+        f"{unreadable} could not be read to its end (Is a directory): the lines before the "
+        "damage were read, the rest of the file was skipped; replace the file under a new "
+        "name to have it read again."
+    )
+
+
 def test_hadoop_lz4_and_snappy_are_not_read_but_quarantined_whole(tmp_path: Path) -> None:
     path = tmp_path / "part-0000.jsonl.lz4"
     path.write_bytes(b"\x00\x00\x01\x00whatever")
