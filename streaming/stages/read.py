@@ -2,8 +2,10 @@
 
 Input: one row per line with ``value`` (its bytes, or its text) and ``origin`` (where the line
 came from, sortable: a file's modification time, path and block, or a Kafka partition and
-offset). The lines of one origin reach a partition in order, so numbering them there gives each
-line an ``arrival`` key that sorts in the order the lines arrived, whatever shuffles come later.
+offset) — or rows that a ``lines_of`` function turns into such lines in the stage's own Python
+(the spool's files, read by ``streaming.sources.spool.read_lines``). The lines of one origin
+reach a partition in order, so numbering them there gives each line an ``arrival`` key that
+sorts in the order the lines arrived, whatever shuffles come later.
 
 The stream's clock travels with the events (``streaming.engine.clock``): the lines of one origin
 in a partition are a *block* — with ``by_event_time``, the whole partition is one — and the
