@@ -98,7 +98,7 @@ def steady_rate(progress: Sequence[Any], first_batch: int) -> Rate:
 def read_frame(spark: SparkSession, spool: Path, batch_s: int) -> DataFrame:
     """Stage 1 over the spool, read as this revision's job reads it."""
     try:
-        from streaming.sources.spool import BINARY_FILE_SCHEMA, file_rows, read_lines
+        from streaming.sources.spool import read_lines, spool_files
     except ImportError:  # (a revision of 2026-12-05 or before: Spark's text source)
         from streaming.sources.spool import file_lines  # type: ignore[attr-defined]
 
@@ -107,9 +107,7 @@ def read_frame(spark: SparkSession, spool: Path, batch_s: int) -> DataFrame:
         return read_events(file_lines(text))
     from streaming.stages.read import LINES_READ, READ_METRICS
 
-    reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
-    files = reader.option("maxFilesPerTrigger", batch_s).load(str(spool))
-    events = read_events(file_rows(files), lines_of=read_lines)
+    events = read_events(spool_files(spark, spool, batch_s), lines_of=read_lines)
     # (the source's rows are files: the lines are counted as the job counts them)
     return events.observe(READ_METRICS, F.count("value").alias(LINES_READ))
 

@@ -114,7 +114,8 @@ def start_stream(
     job = job_name(str(checkpoint))
     open_store(settings.store_url).close()  # create and migrate before the first batch
     if source == "spool":
-        rows, lines_of = spool_files(spark, settings), read_lines
+        files = spool_files(spark, settings.spool_dir, settings.max_files_per_trigger)
+        rows, lines_of = files, read_lines
     else:
         rows, lines_of = kafka_lines(kafka_records(spark, settings)), None
     output = changes(

@@ -31,10 +31,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streaming.settings import StreamingSettings
-
 __all__ = [
-    "BINARY_FILE_SCHEMA",
     "LINES_SCHEMA",
     "compression_damage",
     "read_lines",
@@ -61,6 +58,9 @@ _READ_BYTES = 4 << 20  # read of a file at a time
 _PIECE_BYTES = 64 << 10  # decompressed at a time, at most
 _LINES_PER_BATCH = 10_000  # lines per Arrow batch handed to validation
 _BOM = b"\xef\xbb\xbf"
+# what reading a file raises when it is not read to its end: a decompressor's damage (zlib's,
+# Python's gzip and bz2, Arrow's zstd), or the system's refusal
+_READ_ERRORS = (EOFError, OSError, ValueError, zlib.error)
 
 # A file's lines as the read stage takes them (``streaming.stages.read``): each line's bytes
 # and its origin; ``damage``, set on one more row of a file that could not be read to its end,
@@ -70,17 +70,17 @@ LINES_SCHEMA = pa.schema([("value", pa.binary()), ("origin", pa.string()), ("dam
 
 # Spark's ``binaryFile`` rows (a streaming source is given its schema; only the file's metadata
 # is selected from them)
-BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
+_BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 
 
-def spool_files(spark: SparkSession, settings: StreamingSettings) -> DataFrame:
-    """The spool directory (created if missing) as a stream of its files, ``(path, origin)``
-    (:func:`file_rows`)."""
-    settings.spool_dir.mkdir(parents=True, exist_ok=True)
-    reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
-    if settings.max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", settings.max_files_per_trigger)
-    return file_rows(reader.load(str(settings.spool_dir)))
+def spool_files(spark: SparkSession, directory: Path, max_files: int | None = None) -> DataFrame:
+    """The spool ``directory`` (created if missing) as a stream of its files, ``(path, origin)``
+    (:func:`file_rows`), at most ``max_files`` a batch."""
+    directory.mkdir(parents=True, exist_ok=True)
+    reader = spark.readStream.format("binaryFile").schema(_BINARY_FILE_SCHEMA)
+    if max_files:
+        reader = reader.option("maxFilesPerTrigger", max_files)
+    return file_rows(reader.load(str(directory)))
 
 
 def trace_files(spark: SparkSession, paths: list[Path]) -> DataFrame:
@@ -132,7 +132,7 @@ def _file_batches(path: Path, origin: str) -> Iterator[pa.RecordBatch]:
         pass  # (removed by the operator since Spark listed it: nothing of it is known)
     except _UnreadError as exc:
         damage = str(exc)
-    except (EOFError, OSError, ValueError, zlib.error) as exc:
+    except _READ_ERRORS as exc:
         damage = _damage(path, exc)
     if damage is not None:
         values.append(str(path).encode())
@@ -247,7 +247,7 @@ def compression_damage(path: Path) -> str | None:
             pass
     except FileNotFoundError:
         raise
-    except (EOFError, OSError, ValueError, zlib.error) as exc:
+    except _READ_ERRORS as exc:
         return str(exc)
     return None
 
