@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from streaming.engine.cluster import ClusterEngine
-from streaming.engine.compact import HEAD, MARK, SLIM, delivered, slim, split_head
+from streaming.engine.compact import HEAD, MARK, SLIM, delivered, head_of, raw_of, slim
 from streaming.engine.intake import NO_SEQ, Held, Intake, IntakeResult
 from streaming.engine.shards import engine_key, event_shards, shard_of
 
@@ -156,13 +156,13 @@ class StreamEngine:
     def _apply_registration(self, value: str) -> None:
         """A full registration held with its head: its raw line is decoded only for an engine
         that has not applied its data version (every shard of a cluster has, or none)."""
-        head, raw = split_head(value)
+        head = head_of(value)
         full: dict[str, Any] | None = None
         for engine in self.targets(head):
             if engine.knows_table(head):
                 engine.apply_event(head)
             else:
-                full = full or orjson.loads(raw)
+                full = full or orjson.loads(raw_of(value))
                 engine.apply_event(full)
 
     def _tick(self) -> None:

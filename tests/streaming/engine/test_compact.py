@@ -18,10 +18,11 @@ from streaming.engine.compact import (
     SLIM,
     compact,
     expand,
+    head_of,
     held_form,
+    raw_of,
     shipped,
     slim,
-    split_head,
 )
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
@@ -187,9 +188,8 @@ def test_a_full_registration_is_held_with_its_head_before_its_raw_line() -> None
     form = compact(event, raw)
 
     assert form is not None and form.startswith(HEAD)
-    head, line = split_head(form)
-    assert line == raw
-    assert head == {k: v for k, v in event.items() if k != "topics"}
+    assert raw_of(form) == raw
+    assert head_of(form) == {k: v for k, v in event.items() if k != "topics"}
 
 
 @pytest.mark.parametrize(
