@@ -26,7 +26,9 @@ traffic per micro-batch (as the job takes in a backlog):
    1.9x with what the queries before it had left (2026-12-03: the big cluster 3.16 s per batch
    as the JVM's first job and 5.25 s as its third, the fleet 6.13 s as its second and 3.31 s
    as its fourth), which is what made ``big_cluster_ratio`` swing between runs.
-   ``--repeat`` runs every job that many times, in rounds, and takes each one's median.
+   ``--repeat`` runs the bare reads and every job that many times, in rounds, and takes each
+   one's median; ``capacity_ratio`` is the median of the rounds' ratios, each round's job over
+   the same round's denominator.
    ``--cluster-shards`` is every job's ``ROUTEWATCH_CLUSTER_SHARDS`` (0, the default: as many
    shards per cluster as partitions; 1: each cluster whole in one task).
 
@@ -174,15 +176,16 @@ def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
             )
         spool = _settings(base / "job", args.batch).spool_dir
         read = ["--spool", str(spool), "--batch", str(args.batch), "--first", str(first)]
-        for key, tree, label in (
-            ("baseline_bare", checkout(args.baseline), f"{args.baseline}'s"),
-            ("bare", None, "this checkout's"),
-        ):
-            bare = child_result("benchmarks.bare_read", read, BARE_MARK, tree=tree)
-            out[f"{key}_events_per_s"] = bare["events_per_s"]
-            print(f"bare read, {label} stage 1: {bare['events_per_s']:,.0f} events/s", flush=True)
         runs: dict[str, list[dict[str, Any]]] = {}
         for _ in range(args.repeat):
+            for key, tree, label in (
+                ("baseline_bare", checkout(args.baseline), f"{args.baseline}'s"),
+                ("bare", None, "this checkout's"),
+            ):
+                bare = child_result("benchmarks.bare_read", read, BARE_MARK, tree=tree)
+                runs.setdefault(key, []).append(bare)
+                rate = bare["events_per_s"]
+                print(f"bare read, {label} stage 1: {rate:,.0f} events/s", flush=True)
             for name in inputs:
                 for n in partitions:
                     run = _child(args, base / name, n, one_core=False)
@@ -194,6 +197,10 @@ def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
                 run = _child(args, base / "job", max(partitions), one_core=True)
                 runs.setdefault("one_core", []).append(run)
                 print(f"job on one core: {run['events_per_s']:,.0f} events/s", flush=True)
+    for key in ("baseline_bare", "bare"):
+        rates = [r["events_per_s"] for r in runs.pop(key)]
+        out[f"{key}_events_per_s"] = median(rates)
+        out[f"{key}_events_per_s_runs"] = rates
     for key, got in runs.items():
         rates = [r["events_per_s"] for r in got]
         typical = min(got, key=lambda r: abs(r["events_per_s"] - median(rates)))
@@ -272,7 +279,11 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
         figures["big_cluster_ratio"] = figures[f"big_cluster_ratio_p{top}"]
     print()
     print_table(["run", "events/s", "x real time", "of bare read"], rows)
-    figures["capacity_ratio"] = result[f"job_p{top}_events_per_s"] / bare
+    # each round's job over the same round's denominator, the median of them: the machine's
+    # speed moves by the hour (the denominator by 14 % between two runs an hour apart)
+    jobs, reads = result[f"job_p{top}_events_per_s_runs"], result["baseline_bare_events_per_s_runs"]
+    rounds = zip(jobs, reads, strict=True)
+    figures["capacity_ratio"] = median([job / read for job, read in rounds])
     figures["capacity_ratio_to_this_read"] = result[f"job_p{top}_events_per_s"] / now
     figures["capacity_speedup_same_run"] = (
         result[f"job_p{top}_events_per_s"] / result[f"job_p{min(partitions)}_events_per_s"]
