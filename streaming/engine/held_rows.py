@@ -52,14 +52,30 @@ _RAW_PER_PART = 6 * PART_BYTES
 
 def pack(rows: Iterable[Held]) -> bytes:
     """Held events (``ts, seq, arrival, owner, raw``) -> compressed bytes."""
+    return _compressed(_joined(rows))
+
+
+def _joined(rows: Iterable[Held]) -> bytes:
+    """Held events -> what :func:`pack` compresses: their header, a newline, the raw events."""
     header = []
     raws = []
     for ts, seq, arrival, owner, raw in rows:
         header.append((ts, seq, arrival, owner, len(raw)))
         raws.append(raw)
-    data = orjson.dumps(header) + b"\n" + "".join(raws).encode()
+    return orjson.dumps(header) + b"\n" + "".join(raws).encode()
+
+
+def _compressed(data: bytes) -> bytes:
     frame: bytes = pa.compress(data, codec=_CODEC, asbytes=True)
     return frame + len(data).to_bytes(_LENGTH, "little")
+
+
+def _decompressed(blob: bytes) -> bytes:
+    if not blob.startswith(_ZSTD_MAGIC):  # (zlib: held events stored before 2026-12-06)
+        return zlib.decompress(blob)
+    size = int.from_bytes(blob[-_LENGTH:], "little")
+    data: bytes = pa.decompress(blob[:-_LENGTH], size, codec=_CODEC, asbytes=True)
+    return data
 
 
 def pack_parts(rows: Sequence[Held], limit: int = PART_BYTES) -> list[bytes]:
@@ -89,11 +105,7 @@ def pack_parts(rows: Sequence[Held], limit: int = PART_BYTES) -> list[bytes]:
 
 def unpack(blob: bytes) -> list[Held]:
     """Compressed bytes of :func:`pack` -> the held events, in the order they were packed."""
-    if blob.startswith(_ZSTD_MAGIC):
-        size = int.from_bytes(blob[-_LENGTH:], "little")
-        data = pa.decompress(blob[:-_LENGTH], size, codec=_CODEC, asbytes=True)
-    else:  # (zlib: held events stored before 2026-12-06)
-        data = zlib.decompress(blob)
+    data = _decompressed(blob)
     split = data.index(b"\n")  # (a JSON header has no raw newline)
     body = data[split + 1 :].decode()
     held = []

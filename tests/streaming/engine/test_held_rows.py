@@ -6,10 +6,9 @@ import random
 import zlib
 
 import orjson
-import pyarrow as pa
 import pytest
 
-from streaming.engine.held_rows import PART_BYTES, pack, pack_parts, unpack
+from streaming.engine.held_rows import PART_BYTES, _compressed, _joined, pack, pack_parts, unpack
 
 
 def _rows() -> list[tuple[int, int, int, str, str]]:
@@ -37,24 +36,15 @@ def test_packing_is_much_smaller_than_the_json_form() -> None:
     assert len(pack(rows)) * 8 < len(orjson.dumps(rows))
 
 
-def _packed_data(rows: list[tuple[int, int, int, str, str]]) -> bytes:
-    """What :func:`pack` compresses: the header, a newline, the raw events."""
-    header = orjson.dumps(
-        [[ts, seq, arrival, owner, len(raw)] for ts, seq, arrival, owner, raw in rows]
-    )
-    return header + b"\n" + "".join(raw for *_, raw in rows).encode()
-
-
 def test_a_header_that_does_not_match_the_events_is_an_error() -> None:
-    data = _packed_data(_rows())[:-1]  # one character short
-    broken = pa.compress(data, codec="zstd", asbytes=True) + len(data).to_bytes(8, "little")
+    broken = _compressed(_joined(_rows())[:-1])  # one character short
     with pytest.raises(ValueError, match="packed held events end at"):
         unpack(broken)
 
 
 def test_events_held_in_the_zlib_form_of_before_unpack_exactly() -> None:
     rows = _rows()
-    assert unpack(zlib.compress(_packed_data(rows), 1)) == rows
+    assert unpack(zlib.compress(_joined(rows), 1)) == rows
 
 
 def _incompressible(n: int, size: int, seed: int = 1) -> list[tuple[int, int, int, str, str]]:
