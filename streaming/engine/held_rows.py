@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from streaming.engine.intake import Held
 
-__all__ = ["PART_BYTES", "pack", "pack_parts", "unpack"]
+__all__ = ["PART_BYTES", "compressed", "decompressed", "pack", "pack_parts", "unpack"]
 
 _CODEC = "zstd"  # (pyarrow's default level for it: 1)
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # every Zstandard frame's first bytes (no zlib stream's)
@@ -52,7 +52,7 @@ _RAW_PER_PART = 6 * PART_BYTES
 
 def pack(rows: Iterable[Held]) -> bytes:
     """Held events (``ts, seq, arrival, owner, raw``) -> compressed bytes."""
-    return _compressed(_joined(rows))
+    return compressed(_joined(rows))
 
 
 def _joined(rows: Iterable[Held]) -> bytes:
@@ -65,12 +65,14 @@ def _joined(rows: Iterable[Held]) -> bytes:
     return orjson.dumps(header) + b"\n" + "".join(raws).encode()
 
 
-def _compressed(data: bytes) -> bytes:
+def compressed(data: bytes) -> bytes:
+    """Bytes -> a Zstandard frame and the length they had (what :func:`decompressed` reads)."""
     frame: bytes = pa.compress(data, codec=_CODEC, asbytes=True)
     return frame + len(data).to_bytes(_LENGTH, "little")
 
 
-def _decompressed(blob: bytes) -> bytes:
+def decompressed(blob: bytes) -> bytes:
+    """:func:`compressed`'s bytes (or a zlib stream) -> the bytes they hold."""
     if not blob.startswith(_ZSTD_MAGIC):  # (zlib: held events stored before 2026-12-06)
         return zlib.decompress(blob)
     size = int.from_bytes(blob[-_LENGTH:], "little")
@@ -105,7 +107,7 @@ def pack_parts(rows: Sequence[Held], limit: int = PART_BYTES) -> list[bytes]:
 
 def unpack(blob: bytes) -> list[Held]:
     """Compressed bytes of :func:`pack` -> the held events, in the order they were packed."""
-    data = _decompressed(blob)
+    data = decompressed(blob)
     split = data.index(b"\n")  # (a JSON header has no raw newline)
     body = data[split + 1 :].decode()
     held = []

@@ -27,6 +27,7 @@ from streaming.engine.cluster import ClusterEngine
 from streaming.engine.entries import Entries
 from streaming.engine.held_rows import pack_parts, unpack
 from streaming.engine.intake import Held, Intake
+from streaming.engine.shipped_tables import TableStore
 from streaming.engine.state import (
     Config,
     LazyMap,
@@ -134,6 +135,10 @@ class StateLayout:
         self._seen_keys: set[int] = set()
 
     # -- the stream's clock ---------------------------------------------------------------------
+
+    def table_store(self) -> TableStore:
+        """The table texts this bucket keeps for registrations shipped by reference."""
+        return TableStore(self.entries)
 
     def load_clock(self) -> Clock:
         data = self.entries.get(CLOCK)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -33,7 +34,7 @@ from routewatch.changes import (
 from routewatch.codec import parse
 from routewatch.validation import BadInput
 from streaming.engine.clock import Block, batch_max, in_block_priors, priors
-from streaming.engine.compact import compact
+from streaming.engine.compact import compact, held_form, shipped
 from streaming.engine.entries import MemoryEntries
 from streaming.engine.intake import dedupe_id
 from streaming.engine.shards import event_shards, owner_shard, shard_bucket
@@ -143,12 +144,15 @@ def run_buckets(
     lateness_ms: int,
     dedupe_horizon_ms: int = DEFAULT_DEDUPE_HORIZON_MS,
     shards: int | None = None,
+    ship: Ship | None = None,
 ) -> StreamRun:
     """:func:`run_stream` as the Spark job runs it over ``buckets`` state buckets, each cluster
     in ``shards`` shards (as many as buckets by default): each batch is a list of blocks of
     ``(event_id, ts, seq, raw)`` arrivals (together, in arrival order); every bucket takes the
     events of its cluster shards (:mod:`streaming.engine.shards`) and every block's summary, and
-    steps on its own entries (:mod:`streaming.engine.clock`)."""
+    steps on its own entries (:mod:`streaming.engine.clock`). ``ship``, if given, is the read
+    stage's shipping of each event in a streaming query whose micro-batches are numbered from
+    0 (:data:`Ship`)."""
     shards = shards or buckets
     steps = [
         Step(lateness_ms, dedupe_horizon_ms, shards=shards, mine=_bucket_holds(b, buckets))
@@ -156,9 +160,9 @@ def run_buckets(
     ]
     entries = [MemoryEntries() for _ in range(buckets)]
     run = StreamRun()
-    for blocks in batches:
+    for batch, blocks in enumerate(batches):
         summaries: list[Block] = []
-        own: list[Own] = [([], [], [], [], []) for _ in range(buckets)]
+        own: list[Own] = [([], [], [], [], [], []) for _ in range(buckets)]
         for b, block in enumerate(blocks):
             in_block, top = in_block_priors([ts for _, ts, _, _ in block])
             if top is not None:
@@ -168,21 +172,24 @@ def run_buckets(
                 event = orjson.loads(raw)
                 cluster, kind, topic = event["cluster"], event["type"], event.get("topic")
                 owner = shard_bucket(cluster, owner_shard(kind, topic, shards), buckets)
-                form = compact(event, raw)
+                line, table = (raw, None) if ship is None else ship(batch, b, raw, event)
+                form = shipped(event, raw)
+                form = None if form is None else held_form(form, line)
                 for bucket in sorted(
                     {shard_bucket(cluster, s, buckets) for s in event_shards(kind, topic, shards)}
                 ):
-                    keys, prior_list, arrivals, forms, owners = own[bucket]
+                    keys, prior_list, arrivals, forms, owners, tables = own[bucket]
                     keys.append(f"{b:09d}|{p:09d}")
                     prior_list.append(prior)
-                    arrivals.append((dedupe_id(cluster, event_id), ts, seq, raw))
+                    arrivals.append((dedupe_id(cluster, event_id), ts, seq, line))
                     forms.append(form)
                     owners.append(cluster if bucket == owner else None)
+                    tables.append(table)
         top = batch_max(summaries)
         if not summaries:
             continue  # (no valid event: no bucket is called, as in Spark)
         rows: list[ChangeRow] = []
-        for bucket, (keys, prior_list, arrivals, forms, owners) in enumerate(own):
+        for bucket, (keys, prior_list, arrivals, forms, owners, tables) in enumerate(own):
             rows += steps[bucket](
                 entries[bucket],
                 arrivals,
@@ -190,6 +197,8 @@ def run_buckets(
                 batch_max=top,
                 compact=forms,
                 owners=owners,
+                tables=tables,
+                batch=None if ship is None else batch,
             )
         run.add(rows)
     run.add(
@@ -198,9 +207,16 @@ def run_buckets(
     return run
 
 
-# one bucket's part of a batch: arrival keys, in-block priors, arrivals, compact forms, and
-# each arrival's cluster if the bucket owns it (None if not)
-Own = tuple[list[str], list[int | None], list[Arrival], list[str | None], list[str | None]]
+# one bucket's part of a batch: arrival keys, in-block priors, arrivals, compact forms, each
+# arrival's cluster if the bucket owns it (None if not), and how its table was shipped
+Own = tuple[
+    list[str], list[int | None], list[Arrival], list[str | None], list[str | None], list[str | None]
+]
+
+Ship = Callable[[int, int, str, dict[str, Any]], tuple[str, str | None]]
+"""The read stage's shipping of one valid event in a streaming query: ``(batch, block, raw,
+event) -> (line, table)``, the line as shipped and the ``table`` column beside it
+(:mod:`streaming.engine.shipped_tables`; ``(raw, None)`` for an event shipped as it was read)."""
 
 
 def _bucket_holds(bucket: int, buckets: int) -> Callable[[str, int], bool]:

@@ -75,6 +75,8 @@ class Step:
         batch_max: int | None = None,
         compact: list[str | None] | None = None,
         owners: list[str | None] | None = None,
+        tables: list[str | None] | None = None,
+        batch: int | None = None,
     ) -> list[ChangeRow]:
         """Apply one batch: ``arrivals`` (valid events, ``(dedupe id, ts, seq, raw)``, in
         arrival order) and ``bad`` input (the cluster it names, if any, and the line); with
@@ -87,19 +89,34 @@ class Step:
         arrivals' compact forms, held instead of their raw lines where given
         (:mod:`streaming.engine.compact`). ``owners``: the cluster of each arrival this bucket
         owns — reports if late or a duplicate, counts while held — and None for the others
-        (an event several buckets receive is owned by one); all by default."""
+        (an event several buckets receive is owned by one); all by default. ``tables``: for
+        each arrival, how the read stage shipped its registration's table, if it shipped it
+        whole with its digest or by reference (:mod:`streaming.engine.shipped_tables`), in
+        micro-batch ``batch`` of a streaming query."""
         out = [encode_bad(cluster, line) for cluster, line in bad]
         layout = StateLayout(entries, self.lateness_ms, self.dedupe_horizon_ms, self.shards)
         intake = layout.load_intake(arrivals)
         clock = layout.load_clock()
-        stream = StreamEngine(intake, layout.load_engine, clock, shards=self.shards, mine=self.mine)
+        store = layout.table_store()
+        if tables and batch is not None:
+            for (_, ts, _, raw), shipped in zip(arrivals, tables, strict=True):
+                if shipped is not None:
+                    store.received(shipped, raw, batch, ts)
+        stream = StreamEngine(
+            intake,
+            layout.load_engine,
+            clock,
+            shards=self.shards,
+            mine=self.mine,
+            resolve=store.resolve,
+        )
         result = stream.receive(arrivals, priors, batch_max, compact, owners)
         if final:
             stream.flush()
         for engine in stream.finish():
             layout.save_engine(engine)
             out += _engine_changes(engine.cluster, engine, clock.stream_time)
-        out += _intake_changes(result.late, result.duplicates, clock.stream_time)
+        out += _intake_changes(result.late, result.duplicates, clock.stream_time, store.resolve)
         # a row per cluster with a shard or a held event here, with the events of it held here:
         # the store adds up a batch's rows of one cluster (routewatch.changes.combine_clocks),
         # so they are written only when every bucket takes part in the batch — it received
@@ -115,6 +132,8 @@ class Step:
                 out.append(encode_clock(cluster, cluster_clock))
         layout.save_intake(intake)
         layout.save_clock(clock)
+        seconds = [second for second, count in intake.held_counts.items() if count]
+        store.save(batch, min(seconds) * 1000 if seconds else None)
         return out
 
 
@@ -138,16 +157,21 @@ def _engine_changes(cluster: str, engine: ClusterEngine, now: int | None) -> lis
 
 
 def _intake_changes(
-    late: list[tuple[str, str]], duplicates: list[str], now: int | None
+    late: list[tuple[str, str]],
+    duplicates: list[str],
+    now: int | None,
+    resolve: Callable[[str], str],
 ) -> list[ChangeRow]:
-    """Late input (kept with its reason) and the late and duplicate counts, by the cluster
+    """Late input (kept with its reason, as it was read: ``resolve`` gives a registration
+    shipped by reference its table back) and the late and duplicate counts, by the cluster
     each line names."""
     rows: list[ChangeRow] = []
     counts: dict[tuple[str, str], int] = {}
     for raw in duplicates:
-        cluster = orjson.loads(raw)["cluster"]
+        cluster = orjson.loads(resolve(raw))["cluster"]
         counts[(cluster, DUPLICATES)] = counts.get((cluster, DUPLICATES), 0) + 1
-    for raw, detail in late:
+    for shipped, detail in late:
+        raw = resolve(shipped)
         cluster = orjson.loads(raw)["cluster"]
         counts[(cluster, LATE)] = counts.get((cluster, LATE), 0) + 1
         rows.append(encode_late(cluster, LateEvent(detail, raw)))

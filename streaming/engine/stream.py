@@ -68,8 +68,12 @@ class StreamEngine:
         *,
         shards: int = 1,
         mine: Callable[[str, int], bool] | None = None,
+        resolve: Callable[[str], str] | None = None,
     ) -> None:
+        """``resolve``: a held registration's raw line as it was read, from what was held (a
+        registration shipped by reference: :mod:`streaming.engine.shipped_tables`)."""
         self.intake = intake
+        self.resolve = resolve or _as_held
         self.clock = clock or Clock()
         self._load = load or (
             lambda cluster, shard: ClusterEngine(cluster, shard=shard, shards=shards)
@@ -162,7 +166,7 @@ class StreamEngine:
             if engine.knows_table(head):
                 engine.apply_event(head)
             else:
-                full = full or orjson.loads(raw_of(value))
+                full = full or orjson.loads(self.resolve(raw_of(value)))
                 engine.apply_event(full)
 
     def _tick(self) -> None:
@@ -193,3 +197,7 @@ class StreamEngine:
             engine.finish()
             self.clock.clusters[key] = engine.next_deadline()
             yield engine
+
+
+def _as_held(raw: str) -> str:
+    return raw

@@ -47,6 +47,8 @@ import orjson
 
 from routewatch.codec import parse
 from routewatch.validation import BadInput
+from streaming.engine.compact import HEAD
+from streaming.engine.shipped_tables import Shipments, digest, elided, reference, whole
 
 __all__ = ["KNOWN_TABLES", "KnownTables"]
 
@@ -67,8 +69,14 @@ class KnownTables:
         self.size = 0
         self.tables: OrderedDict[str, str] = OrderedDict()  # text -> its prefix
         self.by_prefix: dict[str, list[str]] = {}
+        self.digests: dict[str, str] = {}  # text -> its digest, once asked for
+        self.shipments = Shipments()  # how each kept table was shipped, by cluster
+        # the last line parsed: where its table's text starts, and the text, if it is kept
+        self.found: tuple[int, str] | None = None
 
     def parse(self, text: str) -> dict[str, Any] | BadInput:
+        """The contract's parse of one line; :attr:`found` tells where its table is, if kept."""
+        self.found = None
         at = text.find(_KEY)
         if at < 1 or text[at - 1] not in _BEFORE_KEY or text.find("{", 1, at) >= 0:
             return parse(text)  # (no top-level "topics" found)
@@ -78,6 +86,7 @@ class KnownTables:
             event = parse(text[:start] + "{}" + text[start + len(table) :])
             if not isinstance(event, BadInput) and event["type"] == "heartbeat":
                 self.tables.move_to_end(table)
+                self.found = (start, table)
                 return event
         event = parse(text)
         # (a table known already, or an empty one, is not looked for again)
@@ -86,6 +95,31 @@ class KnownTables:
             if topics:
                 self._remember(text, start, topics)
         return event
+
+    def ship(
+        self, text: str, event: dict[str, Any], form: str, shipping: tuple[str, int]
+    ) -> tuple[str, str | None]:
+        """The line just parsed (``text``, its valid ``event`` and the form it is held in,
+        :func:`streaming.engine.compact.shipped`), shipped in micro-batch ``shipping[1]`` of run
+        ``shipping[0]`` -> the line as shipped and its ``table`` column: a full registration
+        whose table is kept goes with its digest, by reference if this worker shipped it whole
+        in an earlier batch of the run (:mod:`streaming.engine.shipped_tables`)."""
+        found = self.found
+        if found is None or not form.startswith(HEAD):
+            return text, None
+        start, table = found
+        end = start + len(table)
+        table_digest = self.digest(table)
+        if self.shipments.by_reference(event["cluster"], table_digest, *shipping):
+            return reference(table_digest, elided(text, start, end)), table_digest
+        return text, whole(table_digest, start, end)
+
+    def digest(self, table: str) -> str:
+        """A kept table's digest (:func:`streaming.engine.shipped_tables.digest`), found once."""
+        found = self.digests.get(table)
+        if found is None:
+            found = self.digests[table] = digest(table)
+        return found
 
     def _known_at(self, text: str, start: int) -> str | None:
         for table in self.by_prefix.get(text[start : start + _PREFIX], ()):
@@ -113,6 +147,8 @@ class KnownTables:
                 return
             if same:
                 self._add(text[start:end])
+                if text[start:end] in self.tables:
+                    self.found = (start, text[start:end])
             return
 
     def _add(self, table: str) -> None:
@@ -131,6 +167,9 @@ class KnownTables:
             if not same:
                 del self.by_prefix[old_prefix]
             self.size -= _cost(old, old_prefix)
+            gone = self.digests.pop(old, None)
+            if gone is not None:
+                self.shipments.forget(gone)
 
 
 def _cost(table: str, prefix: str) -> int:

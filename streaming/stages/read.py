@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -47,6 +48,7 @@ __all__ = [
     "EVERY_BUCKET",
     "LINES_READ",
     "READ_METRICS",
+    "TABLES_BY_REFERENCE",
     "LinesOf",
     "counting_lines",
     "pack_batches",
@@ -74,6 +76,7 @@ _ARROW_SCHEMA = pa.schema(
         ("detail", pa.string()),
         ("prior", pa.int64()),
         ("held", pa.string()),
+        ("table", pa.string()),
     ]
 )
 EVENTS_SCHEMA = from_arrow_schema(_ARROW_SCHEMA)
@@ -109,7 +112,9 @@ class _Blocks:
 
 
 def validate_batches(
-    batches: Iterator[pa.RecordBatch], by_event_time: bool = False
+    batches: Iterator[pa.RecordBatch],
+    by_event_time: bool = False,
+    shipping: tuple[str, int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Validate ``(value, origin)`` batches of one partition; number lines in arrival order;
     give valid events their prior and each block its summary row (after its last line's batch,
@@ -119,6 +124,11 @@ def validate_batches(
     lines from several sources (Kafka partitions) interleave by event time. A batch may have a
     ``damage`` column: a row where it is set stands for a file that could not be read to its
     end (its ``value``: the file's path), bad input ``corrupt_file`` with that detail.
+
+    ``shipping``: the query's run and micro-batch, in a streaming query: a registration whose
+    table this worker shipped whole in an earlier batch of the run is shipped by reference
+    (``streaming.engine.shipped_tables``), and every table the worker keeps is shipped with its
+    digest in ``table``.
     """
     row = 0
     blocks = _Blocks(by_event_time)
@@ -155,7 +165,13 @@ def validate_batches(
             cols["reason"].append(None)
             cols["detail"].append(None)
             cols["prior"].append(blocks.event(origin, arrival, obj["ts"]))
-            cols["held"].append(shipped(obj, text))
+            form = shipped(obj, text)
+            cols["held"].append(form)
+            if shipping is None or form is None:
+                cols["table"].append(None)
+            else:
+                cols["value"][-1], table = KNOWN_TABLES.ship(text, obj, form, shipping)
+                cols["table"].append(table)
         _summaries(cols, blocks)
         pending = cols
     blocks.close()
@@ -194,6 +210,7 @@ def _decode(value: bytes | str | _Damaged, origin: str) -> tuple[str, dict[str, 
     the envelope."""
     if isinstance(value, str):
         return value, KNOWN_TABLES.parse(value)
+    KNOWN_TABLES.found = None
     if isinstance(value, _Damaged):
         return value.path.decode(errors="backslashreplace"), BadInput("corrupt_file", value.detail)
     try:
@@ -220,7 +237,7 @@ def _where(origin: str) -> str:
 
 def _bad(cols: dict[str, list[object]], bad: BadInput) -> None:
     cols["cluster"].append(bad.cluster)
-    for name in ("type", "topic", "ts", "seq", "event_id", "prior", "held"):
+    for name in ("type", "topic", "ts", "seq", "event_id", "prior", "held", "table"):
         cols[name].append(None)
     cols["reason"].append(bad.reason)
     cols["detail"].append(bad.detail)
@@ -237,9 +254,31 @@ def _input(rows: DataFrame, lines_of: LinesOf | None) -> DataFrame:
 
 
 def _validated(
-    batches: Iterator[pa.RecordBatch], by_event_time: bool, lines_of: LinesOf | None
+    batches: Iterator[pa.RecordBatch],
+    by_event_time: bool,
+    lines_of: LinesOf | None,
+    shipping: tuple[str, int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    return validate_batches(batches if lines_of is None else lines_of(batches), by_event_time)
+    lines = batches if lines_of is None else lines_of(batches)
+    return validate_batches(lines, by_event_time, shipping)
+
+
+def _shipping() -> tuple[str, int] | None:
+    """The streaming query's run and micro-batch this task is part of (Spark's local properties
+    of the job; None outside a streaming query): what shipping a table by reference relies on
+    (``streaming.engine.shipped_tables``)."""
+    context = TaskContext.get()
+    if context is None:
+        return None
+    batch = context.getLocalProperty(BATCH_ID)
+    run = context.getLocalProperty(RUN_ID)
+    return None if batch is None or run is None else (run, int(batch))
+
+
+# Spark's local properties of a micro-batch's jobs: its id (MicroBatchExecution.BATCH_ID_KEY)
+# and the job group, the query run's id (StreamExecution runs each batch's jobs in it)
+BATCH_ID = "streaming.sql.batchId"
+RUN_ID = "spark.jobGroup.id"
 
 
 def read_events(
@@ -265,9 +304,16 @@ def read_events(
 # once, in a row whose bytes each of them receives.
 # ``lines``: the input lines the rows of one Arrow batch were read from, on its first row (0 on
 # the others), summed per micro-batch into its progress (:data:`READ_METRICS`): the spool's
-# source rows are files, so Spark's ``numInputRows`` counts files there.
+# source rows are files, so Spark's ``numInputRows`` counts files there. ``by_reference``, the
+# same way: the registrations among them shipped without their table's text
+# (``streaming.engine.shipped_tables``).
 _CHUNKS_ARROW_SCHEMA = pa.schema(
-    [("bucket", pa.int32()), ("events", pa.binary()), ("lines", pa.int64())]
+    [
+        ("bucket", pa.int32()),
+        ("events", pa.binary()),
+        ("lines", pa.int64()),
+        ("by_reference", pa.int64()),
+    ]
 )
 CHUNKS_SCHEMA = from_arrow_schema(_CHUNKS_ARROW_SCHEMA)
 _OWNER = pa.field("owner", pa.int32())
@@ -407,12 +453,28 @@ def pack_batches(
                     out_keys.append(keys[bucket])
                     blobs.append(blob)
         lines = [0] * len(blobs)
+        referred = [0] * len(blobs)
         if lines:  # (every row of input but the block summaries, which the stage added)
             lines[0] = batch.num_rows - batch.column("value").null_count
+            referred[0] = _by_reference(batch)
         yield pa.RecordBatch.from_arrays(
-            [pa.array(out_keys, pa.int32()), pa.array(blobs, pa.binary()), pa.array(lines)],
+            [
+                pa.array(out_keys, pa.int32()),
+                pa.array(blobs, pa.binary()),
+                pa.array(lines, pa.int64()),
+                pa.array(referred, pa.int64()),
+            ],
             schema=_CHUNKS_ARROW_SCHEMA,
         )
+
+
+def _by_reference(batch: pa.RecordBatch) -> int:
+    """The registrations of a batch shipped by reference (a ``table`` column with a digest
+    alone: one shipped whole also says where its text is)."""
+    if "table" not in batch.schema.names:
+        return 0
+    table = batch.column("table")
+    return int(pc.sum(pc.invert(pc.match_substring(table.drop_null(), ":"))).as_py() or 0)
 
 
 def pack_events(events: DataFrame, keys: list[int], shards: int | None = None) -> DataFrame:
@@ -430,7 +492,8 @@ def _validate_and_pack(
     by_event_time: bool,
     lines_of: LinesOf | None,
 ) -> Iterator[pa.RecordBatch]:
-    return pack_batches(_validated(batches, by_event_time, lines_of), keys, shards=shards)
+    validated = _validated(batches, by_event_time, lines_of, _shipping())
+    return pack_batches(validated, keys, shards=shards)
 
 
 def read_packed(
@@ -456,15 +519,21 @@ def read_packed(
 
 
 # the name of the read stage's metrics in a micro-batch's progress (``observedMetrics``), and
-# of its one figure: the lines (Kafka records) the batch read
+# of its figures: the lines (Kafka records) the batch read, and the registrations among them
+# shipped by reference
 READ_METRICS = "read"
 LINES_READ = "lines"
+TABLES_BY_REFERENCE = "tables_by_reference"
 
 
 def counting_lines(packed: DataFrame) -> DataFrame:
     """Packed rows that report the lines their batch read in its progress (:data:`READ_METRICS`:
     ``{"lines": n}``, Spark's observed metrics)."""
-    return packed.observe(READ_METRICS, F.sum("lines").alias(LINES_READ))
+    return packed.observe(
+        READ_METRICS,
+        F.sum("lines").alias(LINES_READ),
+        F.sum("by_reference").alias(TABLES_BY_REFERENCE),
+    )
 
 
 def unpack_chunks(chunks: list[bytes]) -> pa.Table:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
+from pyspark import TaskContext
 from pyspark.sql.streaming.stateful_processor import (
     MapState,
     StatefulProcessor,
@@ -50,7 +51,7 @@ from streaming.engine.intake import dedupe_id
 from streaming.engine.shards import shard_bucket
 from streaming.engine.step import Step
 from streaming.engine.stream import Arrival
-from streaming.stages.read import unpack_columns
+from streaming.stages.read import BATCH_ID, unpack_columns
 
 __all__ = [
     "CHANGES_SCHEMA",
@@ -108,7 +109,7 @@ def changes_frame(rows: list[ChangeRow]) -> pd.DataFrame:
 # what the processor reads of the read stage's rows, in this order
 _COLUMNS = [
     *("cluster", "event_id", "ts", "seq", "value", "reason", "detail"),
-    *("arrival", "prior", "held", "owner"),
+    *("arrival", "prior", "held", "table", "owner"),
 ]
 
 
@@ -127,6 +128,13 @@ class _Entries:
 
     def remove(self, name: str) -> None:
         self.state.removeKey((name,))
+
+
+def _batch_id() -> int | None:
+    """The micro-batch this task is part of (None outside a streaming query)."""
+    context = TaskContext.get()
+    batch = None if context is None else context.getLocalProperty(BATCH_ID)
+    return None if batch is None else int(batch)
 
 
 class StreamProcessor(StatefulProcessor):
@@ -176,11 +184,12 @@ class StreamProcessor(StatefulProcessor):
         keys: list[str] = []
         own: list[int | None] = []
         forms: list[str | None] = []
+        tables: list[str | None] = []
         owners: list[str | None] = []
         blocks: list[Block] = []
         bad: list[tuple[str | None, BadLine]] = []
         bucket = self.keys.index(int(key[0]))
-        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held, owner in zip(
+        for cluster, eid, ts, seq, value, reason, detail, arrival, prior, held, table, owner in zip(
             *columns.values(), strict=True
         ):
             if value is None:
@@ -190,6 +199,7 @@ class StreamProcessor(StatefulProcessor):
                 keys.append(arrival)
                 own.append(prior)
                 forms.append(None if held is None else held_form(held, value))
+                tables.append(table)
                 owners.append(cluster if owner == bucket else None)
             else:
                 bad.append((cluster, BadLine(reason, detail, value)))
@@ -202,6 +212,8 @@ class StreamProcessor(StatefulProcessor):
             batch_max=batch_max(blocks),
             compact=forms,
             owners=owners,
+            tables=tables,
+            batch=_batch_id(),
         )
         if out:
             yield changes_frame(out)

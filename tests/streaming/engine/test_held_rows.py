@@ -8,7 +8,7 @@ import zlib
 import orjson
 import pytest
 
-from streaming.engine.held_rows import PART_BYTES, _compressed, _joined, pack, pack_parts, unpack
+from streaming.engine.held_rows import PART_BYTES, _joined, compressed, pack, pack_parts, unpack
 
 
 def _rows() -> list[tuple[int, int, int, str, str]]:
@@ -37,7 +37,7 @@ def test_packing_is_much_smaller_than_the_json_form() -> None:
 
 
 def test_a_header_that_does_not_match_the_events_is_an_error() -> None:
-    broken = _compressed(_joined(_rows())[:-1])  # one character short
+    broken = compressed(_joined(_rows())[:-1])  # one character short
     with pytest.raises(ValueError, match="packed held events end at"):
         unpack(broken)
 

@@ -21,6 +21,7 @@ from streaming.job.sink import job_name
 from streaming.job.stream import LAYOUT_FILE, check_checkpoint, start_stream
 from streaming.settings import StreamingSettings
 from streaming.spark.session import LOCAL_CHECKPOINT_FS_KEY
+from streaming.stages.read import READ_METRICS, TABLES_BY_REFERENCE
 from tests.support.stores import EngineJob, batches, snapshot
 
 pytestmark = pytest.mark.spark
@@ -68,12 +69,18 @@ def reference(
     return _identity(alerts)
 
 
-def _run(spark: SparkSession, settings: StreamingSettings) -> None:
+def _run(spark: SparkSession, settings: StreamingSettings) -> list[dict[str, Any]]:
+    """The job over its spool until it has read everything; each batch's progress."""
     query = start_stream(spark, settings, "spool")
     try:
         query.processAllAvailable()
     finally:
         query.stop()
+    return [orjson.loads(p.json) for p in query.recentProgress]
+
+
+def _by_reference(progress: list[dict[str, Any]]) -> int:
+    return sum(p["observedMetrics"][READ_METRICS][TABLES_BY_REFERENCE] for p in progress)
 
 
 def test_the_job_writes_what_its_step_writes_through_the_store_without_spark(
@@ -104,10 +111,12 @@ def test_any_cut_of_the_trace_into_batches_gives_the_same_alerts(
     settings = _settings(tmp_path).model_copy(update={"max_files_per_trigger": files_per_batch})
     _publish(settings.spool_dir, _cut(_lines(), size))
 
-    _run(spark, settings)
+    progress = _run(spark, settings)
 
     store = open_store(settings.store_url)
     assert _identity(store.alerts()) == reference
+    # a registration of a table a read worker shipped whole in an earlier batch goes without it
+    assert (_by_reference(progress) > 0) == (files_per_batch == 1)
     # the stream's last events are still held by the lateness bound, but no alert changes there
     (clock,) = store.clusters()
     assert clock["stream_time"] > max(max(a[3], a[4] or 0) for a in reference)
@@ -129,7 +138,7 @@ def test_a_restart_from_the_checkpoint_in_the_middle_gives_the_same_alerts(
     _publish(restarted.spool_dir, chunks[:half])
     _run(spark, restarted)
     _publish(restarted.spool_dir, chunks[half:], first=half)
-    _run(spark, restarted)
+    assert _by_reference(_run(spark, restarted)) > 0  # (after the restart's first batch)
 
     one, two = open_store(straight.store_url), open_store(restarted.store_url)
     assert _identity(two.alerts()) == _identity(one.alerts())
