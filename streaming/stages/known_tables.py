@@ -137,8 +137,9 @@ class KnownTables:
             end = text.find("}}", end) + 2
             if end < 2:
                 return
+            table = text[start:end]
             try:
-                found = orjson.loads(text[start:end])
+                found = orjson.loads(table)
             except orjson.JSONDecodeError:
                 continue
             try:
@@ -146,9 +147,9 @@ class KnownTables:
             except orjson.JSONEncodeError:  # (nested deeper than orjson writes: not remembered)
                 return
             if same:
-                self._add(text[start:end])
-                if text[start:end] in self.tables:
-                    self.found = (start, text[start:end])
+                self._add(table)
+                if table in self.tables:
+                    self.found = (start, table)
             return
 
     def _add(self, table: str) -> None:

@@ -210,7 +210,6 @@ def _decode(value: bytes | str | _Damaged, origin: str) -> tuple[str, dict[str, 
     the envelope."""
     if isinstance(value, str):
         return value, KNOWN_TABLES.parse(value)
-    KNOWN_TABLES.found = None
     if isinstance(value, _Damaged):
         return value.path.decode(errors="backslashreplace"), BadInput("corrupt_file", value.detail)
     try:
