@@ -50,11 +50,14 @@ class Trace:
         cluster: str = "C",
         inferred: dict[str, tuple[str, float]] | None = None,
         timeout_s: float | None = None,
+        not_held: tuple[str, ...] = (),
     ) -> None:
         """A registration of ``broker`` on ``ns``: a topic's counts are ``q`` (read = write =
         ``q``, perm 6) or ``(read, write, perm)``; a full one lists a usable TBW102 unless
         ``tbw`` is false. ``inferred``: topic -> (found, first seen in seconds), the broker
-        side's evidence of an auto-creation; ``timeout_s``: the registration's own expiry."""
+        side's evidence of an auto-creation; ``timeout_s``: the registration's own expiry;
+        ``not_held``: topics ``ns`` routes to the broker that its own table lacks (``held``, as
+        a collector writes what a NameServer routes)."""
         configs = {t: (q, q, 6) if isinstance(q, int) else q for t, q in (topics or {}).items()}
         if full and tbw and not shutdown:
             configs = {"TBW102": TBW102, **configs}
@@ -80,6 +83,8 @@ class Trace:
             }
         if timeout_s is not None:
             body["heartbeat_timeout_ms"] = ms(timeout_s) - ms(0)
+        if not_held:
+            body["held"] = {t: {"held": False, "perm": None} for t in not_held}
         for name, value in (("data_version", dv), ("part", part), ("parts", parts)):
             if value is not None:
                 body[name] = value

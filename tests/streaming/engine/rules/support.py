@@ -19,11 +19,13 @@ __all__ = [
     "_s",
     "_template_route_on_one_of_two",
     "alerts",
+    "collector_back",
     "create_remedy",
     "expect",
     "final",
     "run",
     "versions",
+    "watched",
 ]
 
 
@@ -161,3 +163,23 @@ def _auto_created_on_a_of_a_and_b(until: float = 90) -> Trace:
     t.send(1, "T", broker="a", auto_created=True)
     t.hb(1, "a", {"T": 4}, full=False)
     return t
+
+
+def watched(until: float, *, every: float = 10, brokers: tuple[str, ...] = ("a", "b")) -> Trace:
+    """Two brokers registering every 10 s and a collector's round after each look, up to
+    ``until`` seconds."""
+    t = Trace()
+    s = 0.0
+    while s <= until:
+        for b in brokers:
+            t.hb(s, b, {"T": 4})
+        t.round(s + 0.5)
+        s += every
+    return t
+
+
+def collector_back(t: Trace, back: float, brokers: tuple[str, ...]) -> None:
+    """The collector back at ``back`` s, finding ``brokers`` registered."""
+    for b in brokers:
+        t.hb(back, b, {"T": 4})
+    t.round(back + 0.5)

@@ -23,6 +23,13 @@ def test_every_kind_of_the_contract_has_one_rule_in_a_module_of_its_own() -> Non
         assert rule.__module__ == f"streaming.engine.rules.{rule.kind.lower()}"
 
 
+def test_every_kind_has_its_own_tests_beside_this_module() -> None:
+    for rule in REGISTRY:
+        tests = Path(__file__).with_name(f"test_{rule.kind.lower()}.py")
+        assert tests.is_file(), f"{rule.kind} has no tests in {tests.name}"
+        assert re.search(r"^def test_", tests.read_text(), re.MULTILINE)
+
+
 def test_the_kinds_that_keep_a_topic_are_the_topic_scoped_ones() -> None:
     assert set(KEEPING_KINDS) == {
         "PARTIAL_COVERAGE",
