@@ -11,28 +11,7 @@ from typing import Any
 
 from routewatch.alerts import Alert, AlertKey, NoRouteCause, Severity, alert_id
 
-__all__ = ["REMEDIES", "AlertBook"]
-
-
-REMEDIES = {
-    "TEMPLATE_MISSING": "Restart the broker with autoCreateTopicEnable=true so that it recreates "
-    "TBW102, or turn auto-creation off on purpose.",
-    "BROKER_EXPIRED": "Check the broker process and its namesrvAddr list.",
-    "NAMESRV_DIVERGENCE": "Check the broker process and its namesrvAddr list: it no longer "
-    "reaches every NameServer.",
-    # NAMESRV_DIVERGENCE of a broker live on every NameServer whose routes of it differ
-    "NAMESRV_DIVERGENCE_ROUTES": "Compare the routes each NameServer gives for the topics "
-    "named (topicRoute against each NameServer): a NameServer with "
-    "deleteTopicWithBrokerRegistration=true drops from a broker's routes what each part of a "
-    "split registration (enableSplitRegistration=true) leaves out, so turn one of the two off; "
-    "otherwise check that the broker's registrations reach every NameServer.",
-    "NAMESRV_UNREACHABLE": "Check each NameServer named: its process, and that its port can be "
-    "reached from the collector's host (a firewall, a closed port); if it was retired, remove it "
-    "from the collector's --namesrv list (and the brokers' namesrvAddr).",
-    "COLLECTOR_SILENT": "Check the routewatch collect process that watches this cluster: its log "
-    "says why it stopped or cannot write (Kafka, the spool), and its /metrics "
-    "(routewatch_collect_*) say when it last polled.",
-}
+__all__ = ["AlertBook"]
 
 
 class AlertBook:

@@ -12,19 +12,28 @@ come or go. Time-driven transitions come from deadlines, stamped with their own 
 concerns.
 
 A new alert kind is a new module with its :class:`Rule` and its tests, a line in
-:data:`REGISTRY`, and its name in :data:`routewatch.alerts.AlertKind` (the contract).
+:data:`REGISTRY`, and its name in :data:`routewatch.alerts.AlertKind` (the contract): what its
+rule reacts to, it says itself (``judge`` for a topic rule, ``deadlines`` and ``rejudges``,
+``on_<happening>`` methods), and :class:`Rules` routes it there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
 from routewatch.alerts import AlertKind
 from streaming.engine.rules.at_risk import AtRisk
-from streaming.engine.rules.base import ClusterFacts, EngineView, Rule, TopicRule, TopicView
+from streaming.engine.rules.base import (
+    HAPPENINGS,
+    ClusterFacts,
+    EngineView,
+    Rule,
+    TopicRule,
+    TopicView,
+)
 from streaming.engine.rules.broker_expired import BrokerExpired
 from streaming.engine.rules.collector_silent import CollectorSilent
 from streaming.engine.rules.failures import FAILURE_QUIET_MS
@@ -47,8 +56,6 @@ __all__ = [
     "Rules",
 ]
 
-R = TypeVar("R", bound=Rule)
-
 # Every alert kind's rule. Topic rules are judged in this order after a topic changed.
 REGISTRY: tuple[type[Rule], ...] = (
     StaleRoute,
@@ -70,7 +77,9 @@ KEEPING_KINDS: tuple[AlertKind, ...] = tuple(r.kind for r in REGISTRY if r.scope
 
 class Rules:
     """The catalogue's rules over one cluster's engine: every happening the engine reports,
-    routed to the rules it concerns."""
+    routed to the rules it concerns — a topic's change to the topic rules, a threshold to the
+    rule that scheduled it, anything else to the rules that define its hook
+    (:data:`~streaming.engine.rules.base.HAPPENINGS`)."""
 
     def __init__(self, engine: EngineView) -> None:
         self.e = engine
@@ -82,10 +91,18 @@ class Rules:
         }
         self.topic_rules = [r for r in self.by_kind.values() if isinstance(r, TopicRule)]
         self.refreshed = {k for k, r in self.by_kind.items() if r.refreshed}
-        self._expired = self._rule(BrokerExpired)
-        self._divergence = self._rule(NamesrvDivergence)
-        self._no_route = self._rule(NoRouteInfo)
-        self._rejected = self._rule(SendRejected)
+        # happening -> the hooks it calls, in the registry's order (a broker or cluster rule's on
+        # the head shard alone)
+        self.on: dict[str, tuple[Callable[..., None], ...]] = {
+            happening: tuple(
+                getattr(rule, f"on_{happening}")
+                for rule in self.by_kind.values()
+                if hasattr(rule, f"on_{happening}") and (self.head or rule.scope == "topic")
+            )
+            for happening in HAPPENINGS
+        }
+        # (a delivered send is nine events in ten: its hooks without a lookup)
+        self._on_send_succeeded = self.on["send_succeeded"]
         # threshold -> what crosses it: the engine's own (a registration's expiry, the end of an
         # unregistered NameServer's 120 s as one of the cluster's, the observer's silence) and
         # an auto-created topic's, then the rules'
@@ -102,11 +119,6 @@ class Rules:
             for name in rule.rejudges:
                 self._thresholds[name] = self.topic_changed
 
-    def _rule(self, cls: type[R]) -> R:
-        rule = self.by_kind[cls.kind]
-        assert isinstance(rule, cls)
-        return rule
-
     def thresholds(self) -> set[str]:
         """Every threshold the rules and the engine schedule."""
         return set(self._thresholds)
@@ -118,28 +130,30 @@ class Rules:
 
     def _expire(self, key: str, at: int) -> None:
         ns, broker, broker_id = orjson.loads(key)
-        if self.e.expire((ns, broker, broker_id), at) and self.head:
-            self._expired.expired(broker, broker_id, at)
+        if self.e.expire((ns, broker, broker_id), at):
+            self.broker_expired(broker, broker_id, at)
             self.refresh_broker_evidence(at)
 
     def _linger(self, key: str, at: int) -> None:
         ns, broker, broker_id = orjson.loads(key)
-        if self.e.stop_lingering((ns, broker, broker_id), at) and self.head:
-            self._divergence.judge(at)
+        if self.e.stop_lingering((ns, broker, broker_id), at):
+            for on in self.on["lingering_ended"]:
+                on(at)
 
     def _silent(self, key: str, at: int) -> None:
-        if self.e.went_silent(at) and self.head:
-            self._rule(CollectorSilent).silent(at)
+        if self.e.went_silent(at):
+            for on in self.on["observer_silent"]:
+                on(at)
 
     # -- brokers --------------------------------------------------------------------------------
 
     def broker_heard(self, key: RegKey, ts: int, *, shutdown: bool) -> None:
-        if self.head:
-            self._expired.heard(key, ts, shutdown=shutdown)
+        for on in self.on["broker_heard"]:
+            on(key, ts, shutdown=shutdown)
 
     def full_registration(self, key: RegKey, reg: Reg, ts: int) -> None:
-        if self.head:
-            self._rule(TemplateMissing).full_registration(key, reg, ts)
+        for on in self.on["full_registration"]:
+            on(key, reg, ts)
 
     def liveness_changed(self, key: RegKey, at: int, topics: list[str]) -> None:
         before = self.facts.expected_brokers(flipped=key)
@@ -149,8 +163,8 @@ class Rules:
         if before != after:
             for topic in sorted(self.e.meta.auto_topics):
                 self.topic_changed(topic, at)
-        if self.head:
-            self._divergence.judge(at)
+        for on in self.on["liveness_changed"]:
+            on(at)
 
     def refresh_broker_evidence(self, at: int) -> None:
         """An open alert's evidence states current facts: after a registration or a broker's
@@ -167,34 +181,26 @@ class Rules:
     def broker_expired(
         self, broker: str, broker_id: int, at: int, *, gap: tuple[int, int] | None = None
     ) -> None:
-        if self.head:
-            self._expired.expired(broker, broker_id, at, gap=gap)
+        for on in self.on["broker_expired"]:
+            on(broker, broker_id, at, gap=gap)
 
     def table_stored(self, key: RegKey) -> None:
-        if self.head:
-            self._divergence.table_stored(key)
+        for on in self.on["table_stored"]:
+            on(key)
 
     def table_changed(self, key: RegKey, at: int) -> None:
-        """A live registration changed a broker's table: that broker's NAMESRV_DIVERGENCE judged
-        again (no other broker's tables or liveness changed; a registration that turns live is
-        judged as a liveness change, every broker)."""
-        if self.head:
-            self._divergence.judge(at, only=(key[1], key[2]))
+        for on in self.on["table_changed"]:
+            on(key, at)
 
     # -- the observer ---------------------------------------------------------------------------
 
     def namesrvs_reached(self, obs: dict[str, Any], at: int, *, changed: bool) -> None:
-        """A round's reach: NameServers it could not reach are unknown (no divergence is judged
-        against them), and NAMESRV_UNREACHABLE says which."""
-        if not self.head:
-            return
-        if changed:
-            self._divergence.judge(at)
-        self._rule(NamesrvUnreachable).reached(obs, at)
+        for on in self.on["namesrvs_reached"]:
+            on(obs, at, changed=changed)
 
     def observer_back(self, obs: dict[str, Any], at: int) -> None:
-        if self.head:
-            self._rule(CollectorSilent).back(obs, at)
+        for on in self.on["observer_back"]:
+            on(obs, at)
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -222,13 +228,16 @@ class Rules:
     # -- sends ----------------------------------------------------------------------------------
 
     def send_succeeded(self, topic: str, ts: int, seq: int | None) -> None:
-        self._no_route.succeeded(topic, ts, seq)
+        for on in self._on_send_succeeded:
+            on(topic, ts, seq)
 
     def no_route(self, e: dict[str, Any], ts: int) -> None:
-        self._no_route.failed(e, ts)
+        for on in self.on["no_route"]:
+            on(e, ts)
 
     def rejected(self, e: dict[str, Any], ts: int) -> None:
-        self._rejected.failed(e, ts)
+        for on in self.on["rejected"]:
+            on(e, ts)
 
 
 def _firing(rule: Rule, name: str) -> Callable[[str, int], None]:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVIDENCE_LIST_MAX",
+    "HAPPENINGS",
     "REFRESH_MS",
     "ClusterFacts",
     "EngineView",
@@ -51,6 +52,29 @@ Fact = Literal[
     "clients",  # the clients that said they have no NameServer address
     "observer",  # the cluster's collector: its rounds, its gaps, what it cannot reach
 ]
+
+
+# What the cluster engine reports to the rules beside a topic's change and a threshold crossed:
+# a rule that defines ``on_<happening>`` is called with it, in the registry's order — a broker or
+# cluster rule on the cluster's head shard alone (its alerts' one owner), a topic rule on every
+# shard (a send or its failure reaches the topic's own shard only). A new alert kind that needs
+# one of these is one module: its rule defines the method, and the registry routes it there.
+HAPPENINGS: dict[str, str] = {
+    "broker_heard": "(key, ts, *, shutdown): a broker registered, or unregistered (shutdown)",
+    "full_registration": "(key, reg, ts): a live broker's full registration is whole",
+    "broker_expired": "(broker, broker_id, at, *, gap=None): a broker's last registration "
+    "expired (gap: in its collector's gap, from its last round to its first round after)",
+    "liveness_changed": "(at): a registration turned live or not (after its topics were judged)",
+    "lingering_ended": "(at): an unregistered NameServer stopped being one of the cluster's",
+    "table_stored": "(key): a broker's table was stored",
+    "table_changed": "(key, at): a live registration changed its broker's table",
+    "namesrvs_reached": "(obs, at, *, changed): a collector round's reach of the NameServers",
+    "observer_silent": "(at): the cluster's collector has written no round for three intervals",
+    "observer_back": "(obs, at): the collector's first round after its silence",
+    "send_succeeded": "(topic, ts, seq): a send of the topic was delivered",
+    "no_route": "(e, ts): a send found no route (or a proxy's route miss)",
+    "rejected": "(e, ts): a broker refused a send with TOPIC_NOT_EXIST",
+}
 
 
 def iso(ms: int) -> str:
@@ -188,7 +212,8 @@ class Rule:
     (the thresholds it schedules, which :meth:`fire` crosses), ``rejudges`` (the thresholds it
     schedules, keyed by topic, at which the whole topic is judged again, every topic rule in
     order) and ``refreshed`` (its open alerts' evidence is derived again after every
-    registration or expiry)."""
+    registration or expiry). Its ``on_<happening>`` methods are called for the happenings of
+    :data:`HAPPENINGS` it defines them for."""
 
     kind: ClassVar[AlertKind]
     scope: ClassVar[Scope]

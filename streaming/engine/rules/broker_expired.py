@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.engine.alerts import REMEDIES
 from streaming.engine.rules.base import Rule, capped, iso
 from streaming.engine.state import RegKey
 
-__all__ = ["BrokerExpired"]
+__all__ = ["REMEDY", "BrokerExpired"]
+
+REMEDY = "Check the broker process and its namesrvAddr list."
 
 
 class BrokerExpired(Rule):
@@ -18,7 +19,7 @@ class BrokerExpired(Rule):
     reads = frozenset({"registrations", "tables", "observer"})
     refreshed = True
 
-    def heard(self, key: RegKey, ts: int, *, shutdown: bool) -> None:
+    def on_broker_heard(self, key: RegKey, ts: int, *, shutdown: bool) -> None:
         """A heartbeat (or an unregistration) from a broker resolves its BROKER_EXPIRED."""
         _, broker, broker_id = key
         self.e.book.resolve(
@@ -28,9 +29,9 @@ class BrokerExpired(Rule):
         )
 
     def refresh(self, broker: str, broker_id: int, at: int) -> None:
-        self.expired(broker, broker_id, at)
+        self.on_broker_expired(broker, broker_id, at)
 
-    def expired(
+    def on_broker_expired(
         self, broker: str, broker_id: int, at: int, *, gap: tuple[int, int] | None = None
     ) -> None:
         """BROKER_EXPIRED, if the broker is live on no NameServer now; ``gap``: it expired in a
@@ -74,5 +75,5 @@ class BrokerExpired(Rule):
             severity="critical",
             summary=summary,
             evidence=evidence,
-            remedy=REMEDIES[self.kind],
+            remedy=REMEDY,
         )

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.engine.alerts import REMEDIES
 from streaming.engine.rules.base import Rule, iso
 
-__all__ = ["CollectorSilent"]
+__all__ = ["REMEDY", "CollectorSilent"]
+
+REMEDY = (
+    "Check the routewatch collect process that watches this cluster: its log says why it "
+    "stopped or cannot write (Kafka, the spool), and its /metrics (routewatch_collect_*) say "
+    "when it last polled."
+)
 
 
 class CollectorSilent(Rule):
@@ -15,7 +20,7 @@ class CollectorSilent(Rule):
     scope = "cluster"
     reads = frozenset({"observer"})
 
-    def silent(self, at: int) -> None:
+    def on_observer_silent(self, at: int) -> None:
         """The collector went silent (``ClusterEngine.went_silent``): three of its intervals (at
         least 30 s) without a round; its brokers' expiries wait for its return."""
         obs = self.e.meta.observer
@@ -28,10 +33,10 @@ class CollectorSilent(Rule):
             f"nothing since {iso(obs['last'])}: routewatch does not see the cluster, and "
             "judges none of its brokers' liveness until it is back.",
             evidence={"collector": obs["collector"], "last_round": obs["last"]},
-            remedy=REMEDIES[self.kind],
+            remedy=REMEDY,
         )
 
-    def back(self, obs: dict[str, Any], at: int) -> None:
+    def on_observer_back(self, obs: dict[str, Any], at: int) -> None:
         """The collector's first round after its gap."""
         self.e.book.resolve(
             self.facts.cluster_key(self.kind), at, {"gap_ms": at - obs["last"], "back_at": at}

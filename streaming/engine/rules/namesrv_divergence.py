@@ -3,20 +3,30 @@ or routed differently by them, for 60 s."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from streaming.engine.alerts import REMEDIES
 from streaming.engine.rules.base import ClusterFacts, EngineView, Rule, capped
 from streaming.engine.state import RegKey, key_json
 
 if TYPE_CHECKING:
     from streaming.engine.rules.topics import TopicLife
 
-__all__ = ["DIVERGENCE_MS", "NamesrvDivergence"]
+__all__ = ["DIVERGENCE_MS", "REMEDY", "ROUTES_REMEDY", "NamesrvDivergence"]
 
 DIVERGENCE_MS = 60_000
+
+# a broker missing on some NameServers
+REMEDY = "Check the broker process and its namesrvAddr list: it no longer reaches every NameServer."
+# a broker live on every NameServer whose routes of it differ
+ROUTES_REMEDY = (
+    "Compare the routes each NameServer gives for the topics named (topicRoute against each "
+    "NameServer): a NameServer with deleteTopicWithBrokerRegistration=true drops from a "
+    "broker's routes what each part of a split registration (enableSplitRegistration=true) "
+    "leaves out, so turn one of the two off; otherwise check that the broker's registrations "
+    "reach every NameServer."
+)
 
 
 class NamesrvDivergence(Rule):
@@ -41,7 +51,25 @@ class NamesrvDivergence(Rule):
     def refresh(self, broker: str, broker_id: int, at: int) -> None:
         self._alert(broker, broker_id, at)
 
-    def table_stored(self, key: RegKey) -> None:
+    def on_liveness_changed(self, at: int) -> None:
+        self.judge(at)
+
+    def on_lingering_ended(self, at: int) -> None:
+        self.judge(at)
+
+    def on_namesrvs_reached(self, obs: dict[str, Any], at: int, *, changed: bool) -> None:
+        """NameServers a round could not reach are unknown: no divergence is judged against
+        them."""
+        if changed:
+            self.judge(at)
+
+    def on_table_changed(self, key: RegKey, at: int) -> None:
+        """A live registration changed a broker's table: that broker judged again (no other
+        broker's tables or liveness changed; a registration that turns live is judged as a
+        liveness change, every broker)."""
+        self.judge(at, only=(key[1], key[2]))
+
+    def on_table_stored(self, key: RegKey) -> None:
         """A broker's table changed: what its NameServers route it apart is derived again."""
         _, broker, broker_id = key
         for cached in [c for c in self._apart if c[:2] == (broker, broker_id)]:
@@ -99,7 +127,7 @@ class NamesrvDivergence(Rule):
                 f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)} "
                 f"but not on {', '.join(missing)}: clients see different routes by NameServer."
             )
-            remedy = REMEDIES[self.kind]
+            remedy = REMEDY
         else:
             differing = self._routed_apart(broker, broker_id, set(live_on))
             summary = (
@@ -107,7 +135,7 @@ class NamesrvDivergence(Rule):
                 f"which route it {len(differing)} topic(s) differently: clients see different "
                 "routes by NameServer."
             )
-            remedy = REMEDIES["NAMESRV_DIVERGENCE_ROUTES"]
+            remedy = ROUTES_REMEDY
         self.e.book.raise_or_update(
             self.facts.broker_key(self.kind, broker, broker_id),
             at,

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.engine.alerts import REMEDIES
 from streaming.engine.rules.base import Rule, iso
 
-__all__ = ["UNREACHABLE_MS", "NamesrvUnreachable"]
+__all__ = ["REMEDY", "UNREACHABLE_MS", "NamesrvUnreachable"]
 
 UNREACHABLE_MS = 30_000  # a NameServer the collector cannot reach for this long: an alert
+
+REMEDY = (
+    "Check each NameServer named: its process, and that its port can be reached from the "
+    "collector's host (a firewall, a closed port); if it was retired, remove it from the "
+    "collector's --namesrv list (and the brokers' namesrvAddr)."
+)
 
 
 class NamesrvUnreachable(Rule):
@@ -17,7 +22,7 @@ class NamesrvUnreachable(Rule):
     scope = "cluster"
     reads = frozenset({"observer"})
 
-    def reached(self, obs: dict[str, Any], at: int) -> None:
+    def on_namesrvs_reached(self, obs: dict[str, Any], at: int, *, changed: bool) -> None:
         """A round's reach: says which NameServers have been unreachable for 30 s."""
         key = self.facts.cluster_key(self.kind)
         long = {
@@ -40,5 +45,5 @@ class NamesrvUnreachable(Rule):
                 "collector": obs["collector"],
                 "unreachable_since": dict(sorted(long.items())),
             },
-            remedy=REMEDIES[self.kind],
+            remedy=REMEDY,
         )

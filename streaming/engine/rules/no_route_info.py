@@ -42,7 +42,7 @@ class NoRouteInfo(FailureRule):
     record = "no_route"
     deadlines = ("no_route",)
 
-    def succeeded(self, topic: str, ts: int, seq: int | None) -> None:
+    def on_send_succeeded(self, topic: str, ts: int, seq: int | None) -> None:
         """A delivered send of the topic resolves it."""
         key = self.facts.topic_key(self.kind, topic)
         if self.e.book.get(key) is not None:
@@ -80,7 +80,7 @@ class NoRouteInfo(FailureRule):
             return "TEMPLATE_MISSING"
         return "UNKNOWN"
 
-    def failed(self, e: dict[str, Any], ts: int) -> None:
+    def on_no_route(self, e: dict[str, Any], ts: int) -> None:
         """A send that found no route (or a proxy's route miss)."""
         topic = e["topic"]
         key = self.facts.topic_key(self.kind, topic)

@@ -15,7 +15,7 @@ class SendRejected(FailureRule):
     record = "rejected"
     deadlines = ("rejected",)
 
-    def failed(self, e: dict[str, Any], ts: int) -> None:
+    def on_rejected(self, e: dict[str, Any], ts: int) -> None:
         """A send a broker refused (TOPIC_NOT_EXIST)."""
         topic = e["topic"]
         key = self.facts.topic_key(self.kind, topic)

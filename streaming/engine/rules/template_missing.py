@@ -3,11 +3,15 @@ INHERIT, so topics sent to it are not auto-created."""
 
 from __future__ import annotations
 
-from streaming.engine.alerts import REMEDIES
 from streaming.engine.rules.base import Rule
 from streaming.engine.state import Reg, RegKey
 
-__all__ = ["TemplateMissing"]
+__all__ = ["REMEDY", "TemplateMissing"]
+
+REMEDY = (
+    "Restart the broker with autoCreateTopicEnable=true so that it recreates TBW102, or turn "
+    "auto-creation off on purpose."
+)
 
 
 class TemplateMissing(Rule):
@@ -15,7 +19,7 @@ class TemplateMissing(Rule):
     scope = "broker"
     # reads nothing beyond its own broker's registrations
 
-    def full_registration(self, key: RegKey, reg: Reg, ts: int) -> None:
+    def on_full_registration(self, key: RegKey, reg: Reg, ts: int) -> None:
         """Judged on a live broker's latest full registration."""
         _, broker, broker_id = key
         alert_key = self.facts.broker_key(self.kind, broker, broker_id)
@@ -33,7 +37,7 @@ class TemplateMissing(Rule):
                     "tbw102": reg.template,
                     "data_version": reg.version,
                 },
-                remedy=REMEDIES[self.kind],
+                remedy=REMEDY,
             )
         else:
             self.e.book.resolve(

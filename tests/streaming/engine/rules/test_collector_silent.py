@@ -3,7 +3,7 @@ least 30 s) — routewatch does not see the cluster — resolved by its first ro
 
 from __future__ import annotations
 
-from streaming.engine.alerts import REMEDIES
+from streaming.engine.rules.collector_silent import REMEDY
 from tests.streaming.engine.events import Trace, ms
 from tests.streaming.engine.rules.support import (
     alerts,
@@ -44,7 +44,7 @@ def test_a_gap_of_three_intervals_is_silent_until_the_collector_is_back(
                 "gap_ms": 150_000,
                 "back_at": ms(210.5),
             },
-            remedy=REMEDIES["COLLECTOR_SILENT"],
+            remedy=REMEDY,
         )
     ]
     assert versions(run_, "COLLECTOR_SILENT") == [

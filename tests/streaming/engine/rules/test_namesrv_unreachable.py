@@ -3,7 +3,7 @@ routes is unknown, and no divergence is judged against it — resolved when it i
 
 from __future__ import annotations
 
-from streaming.engine.alerts import REMEDIES
+from streaming.engine.rules.namesrv_unreachable import REMEDY
 from tests.streaming.engine.events import NS1, NS2, Trace, ms
 from tests.streaming.engine.rules.support import alerts, expect, final, run, versions
 
@@ -66,7 +66,7 @@ def test_the_alert_in_full_opened_30_s_after_the_namesrv_was_lost_and_resolved_w
             "2026-01-01T00:00:40.000Z): what it routes is unknown, and no divergence is judged "
             "against it.",
             evidence={"collector": "collect-t", "unreachable_since": {NS2: ms(40)}},
-            remedy=REMEDIES["NAMESRV_UNREACHABLE"],
+            remedy=REMEDY,
         )
     ]
     assert versions(run_, "NAMESRV_UNREACHABLE") == [

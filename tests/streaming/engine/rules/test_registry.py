@@ -9,6 +9,7 @@ from pathlib import Path
 from routewatch.alerts import ALERT_KINDS
 from streaming.engine.cluster import ClusterEngine
 from streaming.engine.rules import KEEPING_KINDS, REGISTRY
+from streaming.engine.rules.base import HAPPENINGS
 from streaming.engine.rules.failures import FailureRule
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -21,6 +22,31 @@ def test_every_kind_of_the_contract_has_one_rule_in_a_module_of_its_own() -> Non
     assert len(set(kinds)) == len(kinds)
     for rule in REGISTRY:
         assert rule.__module__ == f"streaming.engine.rules.{rule.kind.lower()}"
+
+
+def test_every_hook_a_rule_defines_is_a_happening_the_engine_reports() -> None:
+    hooks = {
+        (rule.kind, name)
+        for rule in REGISTRY
+        for name in dir(rule)
+        if name.startswith("on_") and callable(getattr(rule, name))
+    }
+
+    assert {name for _, name in hooks} <= {f"on_{h}" for h in HAPPENINGS}, hooks
+    # and each happening the engine reports reaches some rule
+    assert {name for _, name in hooks} == {f"on_{h}" for h in HAPPENINGS}
+
+
+def test_a_broker_or_cluster_rule_hears_the_head_shard_alone() -> None:
+    head, other = ClusterEngine("C"), ClusterEngine("C", shard=1, shards=2)
+
+    def kinds(engine: ClusterEngine, happening: str) -> list[str]:
+        return [getattr(on, "__self__").kind for on in engine.rules.on[happening]]  # noqa: B009
+
+    assert kinds(head, "broker_heard") == ["BROKER_EXPIRED"]
+    assert kinds(head, "namesrvs_reached") == ["NAMESRV_DIVERGENCE", "NAMESRV_UNREACHABLE"]
+    assert kinds(other, "broker_heard") == kinds(other, "namesrvs_reached") == []
+    assert kinds(other, "send_succeeded") == ["NO_ROUTE_INFO"]
 
 
 def test_every_kind_has_its_own_tests_beside_this_module() -> None:
