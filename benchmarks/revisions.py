@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.fleet_realtime import spark_processes
 
-__all__ = ["BASELINE", "ROOT", "check_workers", "checkout", "environment"]
+__all__ = ["BASELINE", "ROOT", "check_workers", "checkout", "environment", "stream_command"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "c062ce8"
@@ -81,6 +81,34 @@ def environment(tree: Path | None) -> tuple[dict[str, str], Path]:
     env["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT)])
     env["PYSPARK_PYTHON"] = sys.executable
     return env, tree if tree is not None else ROOT
+
+
+# A revision's ``routewatch stream``, without its command line's discovery: ``routewatch.cli``
+# loads the entry point of every subcommand installed (this checkout's), and an earlier
+# revision lacks the modules or functions of the ones added since (``reset``, say). The
+# launcher registers the revision's own ``stream`` subcommand alone, and runs it as its
+# ``routewatch.cli.main`` would.
+_REVISION_STREAM = """
+import argparse, sys
+from routewatch.errors import RoutewatchError
+from streaming.job.cli import register_stream
+parser = argparse.ArgumentParser(prog="routewatch")
+register_stream(parser.add_subparsers())
+args = parser.parse_args(sys.argv[1:])
+try:
+    sys.exit(int(args.handler(args)))
+except RoutewatchError as exc:
+    print(f"routewatch: {exc}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def stream_command(tree: Path | None, *args: str) -> list[str]:
+    """The command that runs ``routewatch stream *args`` of ``tree`` (``None``: this checkout),
+    in :func:`environment`'s process."""
+    if tree is None:
+        return [sys.executable, "-m", "routewatch.cli", "stream", *args]
+    return [sys.executable, "-c", _REVISION_STREAM, "stream", *args]
 
 
 def check_workers(tree: Path | None) -> int:

@@ -1,4 +1,4 @@
-"""``routewatch evaluate`` and ``routewatch stream``."""
+"""``routewatch evaluate``, ``routewatch stream`` and ``routewatch reset``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import orjson
 from routewatch.settings import load
 from streaming.settings import StreamingSettings
 
-__all__ = ["configure_logging", "register_evaluate", "register_stream"]
+__all__ = ["configure_logging", "register_evaluate", "register_reset", "register_stream"]
 
 
 def register_evaluate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,6 +60,48 @@ def register_stream(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "(ROUTEWATCH_KAFKA_*)",
     )
     parser.set_defaults(handler=_stream)
+
+
+def register_reset(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "reset",
+        help="delete the job's checkpoints and the store, so that it starts over",
+        description="Reset the streaming job: delete the checkpoint of every source (spool and "
+        "kafka) and the store they share, so that the next routewatch stream starts from the "
+        "first input its source still holds, with a new store. Stop every routewatch stream "
+        "first. The alert history, acknowledgements and silences are lost; the spool's files "
+        "and the Kafka topic stay. Without --yes, prints what it would delete.",
+    )
+    parser.add_argument("--yes", action="store_true", help="delete them (default: only list)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="reset even though a job reported to the store in the last 30 s (when it is "
+        "known to have stopped)",
+    )
+    parser.set_defaults(handler=_reset)
+
+
+def _reset(args: argparse.Namespace) -> int:
+    settings = load(StreamingSettings)
+    from streaming.job.reset import RESET_COMMAND, reset_job, what_reset_deletes
+
+    if not args.yes:
+        print("routewatch reset would delete:")
+        for what in what_reset_deletes(settings):
+            print(f"  {what}")
+        print(
+            f"routewatch: nothing was deleted: stop every routewatch stream, then run "
+            f"{RESET_COMMAND} to delete these.",
+            file=sys.stderr,
+        )
+        return 2
+    deleted = reset_job(settings, force=args.force)
+    for what in deleted:
+        print(f"deleted {what}")
+    if not deleted:
+        print("nothing to delete: the job has no checkpoint and no store yet")
+    return 0
 
 
 def _evaluate(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from routewatch.errors import RoutewatchError
 from routewatch.store import open_store
 from streaming.engine.layout import STATE_LAYOUT
 from streaming.job.progress import progress_log
+from streaming.job.reset import RESET_COMMAND
 from streaming.job.sink import job_name, store_writer
 from streaming.pipeline import changes
 from streaming.settings import StreamingSettings, under_spark_submit
@@ -61,9 +62,9 @@ def check_checkpoint(checkpoint: Path, partitions: int, shards: int = 0) -> tupl
             except (KeyError, ValueError):
                 raise RoutewatchError(
                     f"the checkpoint {checkpoint} has a state layout marker ({marker}) that "
-                    "does not say its state partitions: reset the job — stop it, delete the "
-                    "checkpoint and the store, and start again (docs/operations.md, Resetting "
-                    "the job)."
+                    f"does not say its state partitions: reset the job with {RESET_COMMAND}, "
+                    "which deletes every checkpoint and the store (docs/operations.md, "
+                    "Resetting the job)."
                 ) from None
     else:
         offsets = checkpoint / "offsets"
@@ -75,8 +76,8 @@ def check_checkpoint(checkpoint: Path, partitions: int, shards: int = 0) -> tupl
         found = "an earlier one"
     raise RoutewatchError(
         f"the checkpoint {checkpoint} holds state in layout {found}, which this routewatch "
-        f"(layout {STATE_LAYOUT}) cannot resume: reset the job — stop it, delete the checkpoint "
-        "and the store, and start again (docs/operations.md, Resetting the job)."
+        f"(layout {STATE_LAYOUT}) cannot resume: reset the job with {RESET_COMMAND}, which "
+        "deletes every checkpoint and the store (docs/operations.md, Resetting the job)."
     )
 
 

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.revisions import ROOT, RevisionError, checkout, environment
+from benchmarks.revisions import (
+    BASELINE,
+    ROOT,
+    RevisionError,
+    checkout,
+    environment,
+    stream_command,
+)
 
 
 def _show(revision: str, path: str) -> bytes:
@@ -46,3 +53,21 @@ def test_a_process_imports_the_revision_before_this_checkout(tmp_path: Path) -> 
     ).stdout.split()
 
     assert out == [str(tree / "streaming" / "__init__.py"), str(ROOT / "benchmarks/__init__.py")]
+
+
+def test_the_baseline_runs_its_own_stream_command_beside_this_checkouts_subcommands(
+    tmp_path: Path,
+) -> None:
+    """The baseline's command line would load every subcommand this checkout installs, some of
+    which it lacks (``reset``): its ``stream`` is started on its own."""
+    tree = checkout(BASELINE, tmp_path)
+    env, cwd = environment(tree)
+    env["ROUTEWATCH_DATA_DIR"] = str(tmp_path / "data")
+
+    done = subprocess.run(
+        stream_command(tree, "--help"), env=env, cwd=cwd, capture_output=True, text=True
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "--source" in done.stdout
+    assert stream_command(None, "--help")[1:] == ["-m", "routewatch.cli", "stream", "--help"]

@@ -17,6 +17,7 @@ from routewatch.errors import RoutewatchError
 from routewatch.settings import load
 from routewatch.store import open_store
 from streaming.job.evaluate import evaluate_traces
+from streaming.job.reset import RESET_COMMAND
 from streaming.job.sink import job_name
 from streaming.job.stream import LAYOUT_FILE, check_checkpoint, start_stream
 from streaming.settings import StreamingSettings
@@ -162,7 +163,7 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused_in_one_sentence(
 
     message = str(refused.value)
     assert message.startswith(f"the checkpoint {checkpoint} holds state in layout an earlier one")
-    assert "delete the checkpoint and the store, and start again" in message
+    assert f"reset the job with {RESET_COMMAND}, which deletes every checkpoint" in message
     assert message.count(". ") == 0 and message.endswith(".")
 
     # one of layout 2 (the whole stream in one group, before state buckets), or 3 (each cluster
