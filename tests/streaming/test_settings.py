@@ -1,4 +1,5 @@
-"""The job's Spark settings: which master the session gets, and the driver's address."""
+"""The job's Spark settings: which master the session gets, the driver's address, and the
+state stores' memory."""
 
 from __future__ import annotations
 
@@ -86,3 +87,16 @@ def test_a_spool_archive_inside_the_spool_is_one_sentence(
     )
     monkeypatch.setenv("ROUTEWATCH_SPOOL_ARCHIVE_DIR", str(tmp_path / "archive"))
     assert load(StreamingSettings).spool_archive_dir == tmp_path / "archive"
+
+
+def test_every_state_store_of_an_executor_shares_one_bounded_rocksdb_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conf = load(StreamingSettings).spark_conf()
+    assert conf["spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage"] == "true"
+    assert conf["spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"] == "256"
+    monkeypatch.setenv("ROUTEWATCH_STATE_PARTITIONS", "8")
+    monkeypatch.setenv("ROUTEWATCH_STATE_MEMORY_MB", "128")
+    conf = load(StreamingSettings).spark_conf()
+    assert conf["spark.sql.shuffle.partitions"] == "8"
+    assert conf["spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"] == "128"  # (not 8x)

@@ -137,21 +137,38 @@ def test_buckets_give_exactly_the_alerts_of_one_intake(seed: int) -> None:
         assert _alerts(run) == _alerts(evaluated), (buckets, shards)
 
 
-def test_buckets_give_exactly_the_fleets_alerts() -> None:
+@pytest.mark.parametrize("seed", [7, 8])
+def test_buckets_give_exactly_the_fleets_alerts(seed: int) -> None:
+    """A small fleet (its clusters' events in random runs, so that some arrive late, and some
+    twice), in random batches and blocks: every keying gives one intake's state changes, and
+    the alerts of the whole stream evaluated at once."""
     lines: list[bytes] = []
     spec = FleetSpec(clusters=3, brokers=3, topics=60, producers=30, send_rate=300, duration=70)
     generate_fleet(spec, lines.append)
-    stream = []
+    rng = random.Random(seed)
+    queues: dict[str, list[Arrival]] = {}
     for raw in lines:
         event = orjson.loads(raw)
-        stream.append((event["event_id"], event["ts"], event.get("seq"), raw.decode()))
-    rng = random.Random(7)
+        arrival = (event["event_id"], event["ts"], event.get("seq"), raw.decode())
+        queues.setdefault(event["cluster"], []).append(arrival)
+    stream: list[Arrival] = []
+    while any(queues.values()):
+        queue = rng.choice([q for q in queues.values() if q])
+        take = rng.randint(1, 400)
+        stream += queue[:take]
+        del queue[:take]
+    for _ in range(20):  # duplicates, anywhere after the event they repeat
+        at = rng.randrange(len(stream))
+        stream.insert(rng.randrange(at, len(stream)) + 1, stream[at])
     batches = [_cut(rng, batch, 120) for batch in _cut(rng, stream, 500)]
     reference = _everything(_one_intake(batches, 2000))
+    evaluated = run_stream(stream, lateness_ms=2000)
+    assert evaluated.late and evaluated.duplicates
 
-    for buckets, shards in ((2, 1), (2, 2), (7, 7), (1, 4)):
+    for buckets, shards in ((1, 1), (2, 1), (2, 2), (7, 7), (1, 4)):
         run = run_buckets(batches, buckets=buckets, lateness_ms=2000, shards=shards)
         assert _everything(run) == reference, (buckets, shards)
+        assert _alerts(run) == _alerts(evaluated), (buckets, shards)
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
