@@ -17,7 +17,14 @@ from routewatch.store.backend import locate
 from routewatch.store.reset import delete_store, last_report_ms
 from streaming.settings import StreamingSettings
 
-__all__ = ["RECENT_REPORT_S", "RESET_COMMAND", "SOURCES", "reset_job", "what_reset_deletes"]
+__all__ = [
+    "RECENT_REPORT_S",
+    "RESET_COMMAND",
+    "SOURCES",
+    "checkpoints",
+    "reset_job",
+    "what_reset_deletes",
+]
 
 SOURCES = ("spool", "kafka")  # the job's sources, each with a checkpoint of its own
 

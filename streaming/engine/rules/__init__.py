@@ -101,8 +101,6 @@ class Rules:
             )
             for happening in HAPPENINGS
         }
-        # (a delivered send is nine events in ten: its hooks without a lookup)
-        self._on_send_succeeded = self.on["send_succeeded"]
         # threshold -> what crosses it: the engine's own (a registration's expiry, the end of an
         # unregistered NameServer's 120 s as one of the cluster's, the observer's silence) and
         # an auto-created topic's, then the rules'
@@ -228,7 +226,7 @@ class Rules:
     # -- sends ----------------------------------------------------------------------------------
 
     def send_succeeded(self, topic: str, ts: int, seq: int | None) -> None:
-        for on in self._on_send_succeeded:
+        for on in self.on["send_succeeded"]:
             on(topic, ts, seq)
 
     def no_route(self, e: dict[str, Any], ts: int) -> None:

@@ -106,14 +106,19 @@ def _random_stream(rng: random.Random) -> list[Arrival]:
     traces = [
         _in_cluster(arrivals(name, seed=rng.randint(0, 9)), f"c{i}") for i, name in enumerate(names)
     ]
-    queues = [list(t) for t in traces]
+    return _interleaved(rng, [list(t) for t in traces], most=60)
+
+
+def _interleaved(rng: random.Random, queues: list[list[Arrival]], most: int) -> list[Arrival]:
+    """The queues' events in random runs of up to ``most`` (each queue's in its order), and
+    twenty of them again, anywhere after the event they repeat; empties the queues."""
     stream: list[Arrival] = []
     while any(queues):
         queue = rng.choice([q for q in queues if q])
-        take = rng.randint(1, 60)
+        take = rng.randint(1, most)
         stream += queue[:take]
         del queue[:take]
-    for _ in range(20):  # duplicates, anywhere after the event they repeat
+    for _ in range(20):
         at = rng.randrange(len(stream))
         stream.insert(rng.randrange(at, len(stream)) + 1, stream[at])
     return stream
@@ -151,15 +156,7 @@ def test_buckets_give_exactly_the_fleets_alerts(seed: int) -> None:
         event = orjson.loads(raw)
         arrival = (event["event_id"], event["ts"], event.get("seq"), raw.decode())
         queues.setdefault(event["cluster"], []).append(arrival)
-    stream: list[Arrival] = []
-    while any(queues.values()):
-        queue = rng.choice([q for q in queues.values() if q])
-        take = rng.randint(1, 400)
-        stream += queue[:take]
-        del queue[:take]
-    for _ in range(20):  # duplicates, anywhere after the event they repeat
-        at = rng.randrange(len(stream))
-        stream.insert(rng.randrange(at, len(stream)) + 1, stream[at])
+    stream = _interleaved(rng, list(queues.values()), most=400)
     batches = [_cut(rng, batch, 120) for batch in _cut(rng, stream, 500)]
     reference = _everything(_one_intake(batches, 2000))
     evaluated = run_stream(stream, lateness_ms=2000)
