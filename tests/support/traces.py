@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from emitter.scenarios import SCENARIOS, ExpectedAlert
+from emitter.scenarios import SCENARIOS, ExpectedAlert, on_clusters
 from emitter.trace import TraceWriter
 from emitter.versions import ROCKETMQ_4, Release
 from routewatch.codec import encode
@@ -41,6 +42,29 @@ def shape(alert: object) -> tuple[object, ...]:
     if isinstance(alert, dict):
         return tuple(alert[f] for f in SHAPE)
     return tuple(getattr(alert, f) for f in SHAPE)
+
+
+def jittered_clusters(
+    names: list[str], seed: int, most: int = 12, twice: float = 0.03
+) -> list[Arrival]:
+    """Scenarios run side by side, each on a cluster of its own (``cluster-<i>``), merged in
+    event-time order, then jittered as a shared stream is: cut in runs of up to ``most``
+    events, a random third of neighbouring runs swapped (events later than the bound among
+    them), and a ``twice`` share of events sent again a little later (duplicates)."""
+    rng = random.Random(seed)
+    merged = on_clusters({f"cluster-{i}": name for i, name in enumerate(names)}, seed)
+    stream = [(e.event_id, e.ts, e.seq, encode(e).decode()) for e in merged]
+    runs = []
+    while stream:
+        runs.append(stream[: rng.randint(1, most)])
+        del stream[: len(runs[-1])]
+    for i in range(len(runs) - 1):
+        if rng.random() < 0.3:
+            runs[i], runs[i + 1] = runs[i + 1], runs[i]
+    out = [arrival for run in runs for arrival in run]
+    for at in sorted(rng.sample(range(len(out)), int(len(out) * twice)), reverse=True):
+        out.insert(min(at + rng.randint(1, 20), len(out)), out[at])
+    return out
 
 
 def write_trace(events: Iterable[Event], path: Path) -> int:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from emitter.scenarios import SCENARIOS, on_clusters
 from emitter.sim import DEFAULT_START_MS
+from routewatch.changes import DUPLICATES, LATE
 from routewatch.codec import encode
 from routewatch.errors import RoutewatchError
 from routewatch.settings import load
@@ -24,10 +27,19 @@ from streaming.settings import StreamingSettings
 from streaming.spark.session import LOCAL_CHECKPOINT_FS_KEY
 from streaming.stages.read import READ_METRICS, TABLES_BY_REFERENCE
 from tests.support.stores import EngineJob, batches, snapshot
+from tests.support.traces import jittered_clusters
 
 pytestmark = pytest.mark.spark
 
 SCENARIO = "restarted-auto-create-off-stale-tbw102"
+CLUSTERED = [  # (nine kinds of alert between them)
+    "namesrv-registration-lost",
+    "broker-side-alerts",
+    "tbw102-deleted-one-broker",
+    "master-slave-queue-skew",
+    "mixed-auto-create",
+    "no-live-broker",
+]
 FILE_TIME = 1_800_000_000
 
 
@@ -124,6 +136,68 @@ def test_any_cut_of_the_trace_into_batches_gives_the_same_alerts(
     written = batches(store, job_name(str(settings.checkpoint_dir / "spool")))
     files = len(_cut(_lines(), size))
     assert len(written) == (files if files_per_batch == 1 else 1)
+
+
+def test_a_jittered_stream_of_six_clusters_on_three_state_partitions_stores_one_steps_rows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The exactness the engine's tests hold over buckets, shards and batchings, through Spark's
+    stream: six scenarios as clusters in one jittered stream (some events late, some twice),
+    cut into spool files of random length, three to a batch (each file a block of the batch's
+    arrival), on three state partitions (each cluster in three shards by topic) — the job's
+    store is, row by row, the store one step over the whole stream writes of the same batches,
+    and every partition holds routes."""
+    rng = random.Random(6)
+    lines = [raw.encode() for _, _, _, raw in jittered_clusters(CLUSTERED, seed=6)]
+    chunks = []
+    while lines:
+        size = rng.randint(1, 150)
+        chunks.append(lines[:size])
+        del lines[:size]
+    settings = _settings(tmp_path / "job").model_copy(
+        update={"state_partitions": 3, "max_files_per_trigger": 3}
+    )
+    _publish(settings.spool_dir, chunks)
+
+    progress = _run(spark, settings)
+    assert sum(1 for p in progress if p["numInputRows"]) == (len(chunks) + 2) // 3
+    engine = EngineJob(load(StreamingSettings, data_dir=tmp_path / "engine"))
+    for first in range(0, len(chunks), 3):
+        engine.write([line.decode() for chunk in chunks[first : first + 3] for line in chunk])
+
+    got = snapshot(open_store(settings.store_url))
+    expected = snapshot(open_store(engine.url))
+    assert got == expected
+    assert len({row[4] for row in got["alerts"]}) >= 5, got["alerts"]  # (row[4]: the cluster)
+    late, duplicates = (
+        sum(row[3] for row in got["counters"] if row[0] == name) for name in (LATE, DUPLICATES)
+    )
+    assert late > 0 and duplicates > 0, got["counters"]
+    # every cluster's routes in more than one state partition, every partition holding routes
+    holding = _partitions_holding_routes(spark, settings.checkpoint_dir / "spool")
+    assert set(holding) == {f"cluster-{i}" for i in range(len(CLUSTERED))}
+    assert all(len(partitions) > 1 for partitions in holding.values()), holding
+    assert set().union(*holding.values()) == {0, 1, 2}
+
+
+def _partitions_holding_routes(spark: SparkSession, checkpoint: Path) -> dict[str, set[int]]:
+    """Which state partitions hold route entries of each cluster (layout.py names a cluster
+    shard's entries by a JSON triple, its last part ``route/<bucket>``), as Spark's state data
+    source reads the checkpoint."""
+    rows = (
+        spark.read.format("statestore")
+        .option("stateVarName", "entries")
+        .load(str(checkpoint))
+        .select("partition_id", F.col("user_map_key.entry").alias("entry"))
+        .collect()
+    )
+    out: dict[str, set[int]] = {}
+    for row in rows:
+        if row.entry.startswith("["):
+            cluster, _, part = orjson.loads(row.entry)
+            if part.startswith("route/"):
+                out.setdefault(cluster, set()).add(row.partition_id)
+    return out
 
 
 def test_a_restart_from_the_checkpoint_in_the_middle_gives_the_same_alerts(
