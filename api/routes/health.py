@@ -45,15 +45,27 @@ def readyz(settings: SettingsDep, access: AccessDep) -> JSONResponse:
 
 
 def job_check(jobs: list[dict[str, Any]], now_ms: float, max_age_s: float) -> str:
-    """``ok`` when the job that reported last (the store's ``jobs``, latest first) is alive —
-    it reported progress, a batch's or Spark's idle report, within ``max_age_s`` — and keeps up:
-    its batches have not left input unread for longer than that. Else what is wrong, in a
-    phrase. Whether input still arrives is not asked: an idle job is ready (the input's age and
+    """``ok`` when the job that reported last among those still running (the store's ``jobs``,
+    latest report first; a job whose query ended recorded when, and why if it failed) is
+    alive — it reported progress, a batch's or Spark's idle report, within ``max_age_s`` —
+    and keeps up: its batches have not left input unread for longer than that. Else what is
+    wrong, in a phrase: the newest of a job's recorded end and a running job's silence.
+    Whether input still arrives is not asked: an idle job is ready (the input's age and
     RoutewatchInputStalled tell a stalled input)."""
     if not jobs:
         return "the stream job has not reported progress yet"
-    job = jobs[0]
-    silent_s = (now_ms - job["reported_at"]) / 1000
+    running = [j for j in jobs if j.get("stopped_at") is None]
+    ended = sorted((j for j in jobs if j.get("stopped_at") is not None), key=_ended_at)
+    job = running[0] if running else None
+    silent_s = None if job is None else (now_ms - job["reported_at"]) / 1000
+    if ended and (silent_s is None or silent_s > max_age_s):
+        last = ended[-1]
+        if job is None or last["stopped_at"] >= job["reported_at"]:
+            ago_s = max(now_ms - last["stopped_at"], 0) / 1000
+            if last.get("failure"):
+                return f"the stream job failed {ago_s:.0f} s ago: {last['failure']}"
+            return f"the stream job stopped {ago_s:.0f} s ago"
+    assert job is not None and silent_s is not None
     if silent_s > max_age_s:
         return (
             f"the stream job has reported no progress for {silent_s:.0f} s (more than "
@@ -67,3 +79,7 @@ def job_check(jobs: list[dict[str, Any]], now_ms: float, max_age_s: float) -> st
                 f"(more than {max_age_s:.0f} s): it is not keeping up"
             )
     return "ok"
+
+
+def _ended_at(job: dict[str, Any]) -> int:
+    return int(job["stopped_at"])

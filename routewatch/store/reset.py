@@ -29,19 +29,26 @@ _SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def last_report_ms(url: str) -> int | None:
-    """When a job last reported its progress to the store at ``url`` (epoch ms; a running job
-    reports every batch, and every 10 s while idle); None when there is no store, or nothing in
-    it says so."""
+    """When a job that may still run last reported its progress to the store at ``url`` (epoch
+    ms; a running job reports every batch, and every 10 s while idle); None when there is no
+    store, nothing in it says so, or every job in it recorded that its query ended."""
     file = locate(url).file
     if file is not None and not file.exists():
         return None
     store = Store(url, readonly=True)
     try:
-        rows = store.db.execute("SELECT MAX(reported_at) FROM jobs").rows
-    except StoreError:  # (not a routewatch store, or one from before the jobs table)
-        return None
+        for query in (
+            "SELECT MAX(reported_at) FROM jobs WHERE stopped_at IS NULL",
+            "SELECT MAX(reported_at) FROM jobs",  # (a store from before jobs' stops)
+        ):
+            try:
+                rows = store.db.execute(query).rows
+                break
+            except StoreError:
+                rows = []
     finally:
         store.close()
+    # (none of them: not a routewatch store, or one from before the jobs table)
     return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
 

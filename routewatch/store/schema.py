@@ -154,4 +154,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         INSERT INTO jobs (job, reported_at) SELECT job, MAX(written_at) FROM batches GROUP BY job;
         """,
     ),
+    (
+        5,
+        # When a job's query ended (wall clock, ms; NULL while it runs: every progress report
+        # clears it) and, if it failed, the failure's cause. A job killed without a stop
+        # records nothing: its reports just end. /readyz and `routewatch reset` read them.
+        """
+        ALTER TABLE jobs ADD COLUMN stopped_at BIGINT;
+        ALTER TABLE jobs ADD COLUMN failure TEXT;
+        """,
+    ),
 ]

@@ -119,6 +119,18 @@ class Store:
         with self.transaction() as db:
             _report(db, job, _now_ms(), behind=False)
 
+    def record_stop(self, job: str, failure: str | None = None) -> None:
+        """The job's query ended: stopped, or failed of ``failure`` (its cause, in a line).
+        Its last report stays as it was; its next report, after a restart, clears the stop."""
+        now = _now_ms()
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO jobs (job, reported_at, stopped_at, failure) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (job) DO UPDATE SET stopped_at = excluded.stopped_at, "
+                "failure = excluded.failure",
+                (job, now, now, failure),
+            )
+
     def prune(self, keep_ms: int, now_ms: int | None = None) -> dict[str, int]:
         """Retention: delete what is older than ``keep_ms`` — quarantine and alert-log rows by
         the wall clock they were written at, resolved alerts and closed route intervals by
@@ -198,19 +210,22 @@ class Store:
         return [dict(r) for r in self.db.execute("SELECT * FROM clusters ORDER BY cluster")]
 
     def jobs(self) -> list[dict[str, Any]]:
-        """Each job's last progress report and since when it has been behind, latest first."""
+        """Each job's last progress report, since when it has been behind, and when its query
+        ended (and why, if it failed), latest report first."""
         rows = self.db.execute("SELECT * FROM jobs ORDER BY reported_at DESC, job")
         return [dict(r) for r in rows]
 
 
 def _report(db: Backend, job: str, now: int, behind: bool) -> None:
     """A job's progress report: when, and since when it has been behind (kept from the first
-    report that left input unread until one that did not)."""
+    report that left input unread until one that did not); a job that reports runs, so any
+    stop it recorded before is cleared."""
     db.execute(
         "INSERT INTO jobs (job, reported_at, behind_since) VALUES (?, ?, ?) "
         "ON CONFLICT (job) DO UPDATE SET reported_at = excluded.reported_at, behind_since = "
         "CASE WHEN excluded.behind_since IS NULL THEN NULL "
-        "ELSE COALESCE(jobs.behind_since, excluded.behind_since) END",
+        "ELSE COALESCE(jobs.behind_since, excluded.behind_since) END, "
+        "stopped_at = NULL, failure = NULL",
         (job, now, now if behind else None),
     )
 

@@ -15,6 +15,8 @@ It implements Spark's ``PythonStreamingQueryListener`` interface directly, so it
 from __future__ import annotations
 
 import logging
+import re
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -23,12 +25,19 @@ from typing import Any, ClassVar
 import orjson
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming.query import StreamingQuery
 
-from routewatch.store import Store, StoreUnavailableError
+from routewatch.store import Store, StoreError, StoreUnavailableError
+from routewatch.store.backend import locate
 from streaming.stages.read import LINES_READ, READ_METRICS
 
-__all__ = ["QueryEvents", "add_query_events", "input_lines", "left_input_unread", "progress_log"]
+__all__ = [
+    "QueryEvents",
+    "add_query_events",
+    "input_lines",
+    "left_input_unread",
+    "progress_log",
+    "root_cause",
+]
 
 log = logging.getLogger("routewatch.stream")
 
@@ -134,9 +143,23 @@ class ProgressLog:
     def __init__(self) -> None:
         # the queries reported on: id -> (store URL, job name)
         self.queries: dict[str, tuple[str, str]] = {}
+        # each query's end, set once it is recorded (Spark calls listeners after stop returns)
+        self.ends: dict[str, threading.Event] = {}
 
-    def watch(self, query: StreamingQuery, store_url: str, job: str) -> None:
-        self.queries[str(query.id)] = (store_url, job)
+    def watch(self, query_id: str, store_url: str, job: str) -> None:
+        """Report on the query ``query_id`` (a ``StreamingQuery``'s ``id``) as ``job``."""
+        self.queries[query_id] = (store_url, job)
+        self.ends[query_id] = threading.Event()
+
+    def wait_for_end(self, query_id: str, timeout_s: float) -> bool:
+        """Wait until the end of query ``query_id`` (stopped, or failed) is recorded in its
+        store; whether it was within ``timeout_s``. Its idle and progress reports come first:
+        Spark's listener bus delivers a query's events in order."""
+        end = self.ends.get(query_id)
+        recorded = end is not None and end.wait(timeout_s)
+        if recorded:
+            self.ends.pop(query_id, None)
+        return recorded
 
     def progress(self, p: dict[str, Any]) -> None:
         target = self.queries.get(p["id"])
@@ -184,9 +207,46 @@ class ProgressLog:
             log.warning("idle report not recorded: %s", exc)
 
     def terminated(self, query_id: str, exception: str | None) -> None:
-        if self.queries.pop(query_id, None) is None:
+        """The query ended: the job's stop (or failure, with its root cause) in the store, so
+        that ``/readyz`` says so at once and ``routewatch reset`` need not wait for its
+        reports to age."""
+        target = self.queries.pop(query_id, None)
+        if target is None:
             return
+        store_url, job = target
+        failure = (root_cause(exception) or exception.strip()[:500]) if exception else None
+        file = locate(store_url).file
+        try:
+            if file is None or file.exists():  # (a store deleted meanwhile is not made again)
+                store = Store(store_url)
+                try:
+                    store.record_stop(job, failure)
+                finally:
+                    store.close()
+        except StoreError as exc:
+            log.warning("the stop was not recorded: %s", exc)
+        finally:
+            end = self.ends.get(query_id)
+            if end is not None:
+                end.set()
         log.info("stream stopped%s", f": {exception}" if exception else "")
+
+
+_PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*$")
+_JAVA_CAUSE = re.compile(r"^\s*Caused by: (.+)$")
+
+
+def root_cause(text: str) -> str:
+    """The innermost cause in a failed query's message: the last Python exception line of a
+    traceback in it, else the last Java ``Caused by:``, else its first line (a query's
+    message nests Spark's wrapper errors around the cause, which comes last)."""
+    lines = text.splitlines()
+    for pattern in (_PY_ERROR, _JAVA_CAUSE):
+        found = [m for line in lines if (m := pattern.match(line.strip()))]
+        if found:
+            last = found[-1]
+            return (last.group(1) if pattern is _JAVA_CAUSE else last.group(0)).strip()
+    return lines[0].strip() if lines else ""
 
 
 _PROGRESS_LOGS: weakref.WeakKeyDictionary[SparkSession, ProgressLog] = weakref.WeakKeyDictionary()

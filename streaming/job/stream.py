@@ -6,7 +6,6 @@ from __future__ import annotations
 import faulthandler
 import logging
 import os
-import re
 import signal
 import threading
 import time
@@ -19,7 +18,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from routewatch.errors import RoutewatchError
 from routewatch.store import open_store
 from streaming.engine.layout import STATE_LAYOUT
-from streaming.job.progress import progress_log
+from streaming.job.progress import progress_log, root_cause
 from streaming.job.reset import RESET_COMMAND
 from streaming.job.sink import job_name, store_writer
 from streaming.pipeline import changes
@@ -144,7 +143,7 @@ def start_stream(
         .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
         .start()
     )
-    listener.watch(query, settings.store_url, job)
+    listener.watch(str(query.id), settings.store_url, job)
     log.info("stream started: query %s, checkpoint %s", query.id, checkpoint)
     return query
 
@@ -154,6 +153,7 @@ def start_stream(
 BATCH_PATIENCE_S = 120.0
 QUERY_STOP_TIMEOUT_S = 30
 STOP_DEADLINE_S = 180.0
+END_RECORD_S = 10.0  # how long a stopped job waits for its end to be recorded
 
 
 def _stop_between_batches(query: StreamingQuery, patience_s: float = BATCH_PATIENCE_S) -> None:
@@ -184,23 +184,6 @@ def exit_unless_stopped_within(deadline_s: float) -> threading.Timer:
     timer.daemon = True
     timer.start()
     return timer
-
-
-_PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*$")
-_JAVA_CAUSE = re.compile(r"^\s*Caused by: (.+)$")
-
-
-def root_cause(text: str) -> str:
-    """The innermost cause in a failed query's message: the last Python exception line of a
-    traceback in it, else the last Java ``Caused by:``, else its first line (a query's
-    message nests Spark's wrapper errors around the cause, which comes last)."""
-    lines = text.splitlines()
-    for pattern in (_PY_ERROR, _JAVA_CAUSE):
-        found = [m for line in lines if (m := pattern.match(line.strip()))]
-        if found:
-            last = found[-1]
-            return (last.group(1) if pattern is _JAVA_CAUSE else last.group(0)).strip()
-    return lines[0].strip() if lines else ""
 
 
 def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
@@ -239,5 +222,9 @@ def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
             ) from None
         log.warning("the query did not stop cleanly (%s); the next start resumes it", cause)
     finally:
+        # the stop, or the failure, in the store before the session goes (Spark tells the
+        # listener after the query ended; unrecorded, reports simply end, as after a kill)
+        if not progress_log(spark).wait_for_end(str(query.id), END_RECORD_S):
+            log.warning("the query's end was not recorded in the store within %g s", END_RECORD_S)
         stop_session(spark)
     return 0

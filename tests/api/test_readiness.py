@@ -5,6 +5,7 @@ arrives is not asked. Over a store written here, without Spark: what the job's l
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +50,10 @@ def _batch(batch_id: int, behind: bool = False, job: str = "job") -> Report:
 
 def _idle(job: str = "job") -> Report:
     return lambda store: store.record_idle(job)
+
+
+def _stop(failure: str | None = None, job: str = "job") -> Report:
+    return lambda store: store.record_stop(job, failure)
 
 
 def test_an_idle_job_is_ready_however_old_its_last_batch(
@@ -114,3 +119,35 @@ def test_the_job_that_reported_last_is_judged(
     body = _ready(tmp_path, monkeypatch, (3_600, _batch(0, job="spool")), (5, _idle(job="kafka")))
 
     assert body["code"] == 200
+
+
+def test_a_job_that_recorded_its_stop_is_not_ready_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stopped = _ready(tmp_path / "stopped", monkeypatch, (6, _idle()), (5, _stop()))
+    failed = _ready(
+        tmp_path / "failed", monkeypatch, (6, _batch(0)), (5, _stop("OSError: disk full"))
+    )
+
+    assert stopped["code"] == failed["code"] == 503
+    # (5 s, or 6 if the app took long to start)
+    assert re.fullmatch(r"the stream job stopped [56] s ago", stopped["checks"]["stream_job"])
+    assert re.fullmatch(
+        r"the stream job failed [56] s ago: OSError: disk full", failed["checks"]["stream_job"]
+    )
+
+
+def test_a_job_stopped_beside_one_that_runs_leaves_it_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the spool job stopped after the Kafka job's last idle report; the Kafka job runs on
+    body = _ready(tmp_path, monkeypatch, (5, _idle(job="kafka")), (2, _stop(job="spool")))
+    assert body["code"] == 200
+
+    # ... until it falls silent: the newest of the two is said
+    silent = _ready(tmp_path, monkeypatch, (300, _idle(job="kafka")))
+    assert re.fullmatch(r"the stream job stopped \d s ago", silent["checks"]["stream_job"])
+    restarted = _ready(tmp_path, monkeypatch, (200, _idle(job="spool")))
+    assert restarted["checks"]["stream_job"].startswith(
+        "the stream job has reported no progress for 200 s"
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -19,7 +18,7 @@ def test_the_job_logs_each_batch_as_the_benchmark_reads_it(
     store_url = f"sqlite:///{tmp_path / 'routewatch.db'}"
     open_store(store_url).close()
     log = ProgressLog()
-    log.watch(SimpleNamespace(id="q"), store_url, "job")  # type: ignore[arg-type]
+    log.watch("q", store_url, "job")
 
     with caplog.at_level(logging.INFO, logger="routewatch.stream"):
         batch = {"batchId": 12, "numInputRows": 10_453, "durationMs": {"triggerExecution": 980}}

@@ -94,8 +94,8 @@ def test_migrations_are_applied_once(store_url: str) -> None:
     first = open_store(store_url)
     again = open_store(store_url)
 
-    assert first.migrate() == again.migrate() == 4
-    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2, 3, 4]
+    assert first.migrate() == again.migrate() == 5
+    assert [r[0] for r in again.db.execute("SELECT version FROM schema_version")] == [1, 2, 3, 4, 5]
 
 
 def test_a_batch_is_written_once_even_when_replayed(store: Store) -> None:
@@ -272,6 +272,34 @@ def test_every_progress_report_is_the_jobs_last_sign_of_life(
     wall_clock[0] = 16_000
     store.record_idle("job")  # idle: nothing left unread
     assert _job(store) == (16_000, None)
+
+
+def test_a_job_s_end_is_recorded_until_it_reports_again(
+    store: Store, wall_clock: list[int]
+) -> None:
+    wall_clock[0] = 1_000
+    store.record_progress("job", 0, 10, 50)
+    wall_clock[0] = 2_000
+    store.record_stop("job")
+    [row] = store.jobs()
+    assert (row["reported_at"], row["stopped_at"], row["failure"]) == (1_000, 2_000, None)
+
+    # restarted: its first report clears the stop; then it fails
+    wall_clock[0] = 3_000
+    store.record_idle("job")
+    [row] = store.jobs()
+    assert (row["reported_at"], row["stopped_at"]) == (3_000, None)
+    wall_clock[0] = 4_000
+    store.record_stop("job", "OSError: [Errno 28] No space left on device")
+    [row] = store.jobs()
+    assert (row["stopped_at"], row["failure"]) == (
+        4_000,
+        "OSError: [Errno 28] No space left on device",
+    )
+
+    # a job that ended before it ever reported
+    store.record_stop("other", "ValueError: bad")
+    assert {j["job"]: j["stopped_at"] for j in store.jobs()} == {"job": 4_000, "other": 4_000}
 
 
 def test_a_store_from_before_jobs_starts_each_from_its_last_batch(

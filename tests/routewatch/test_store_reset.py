@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
-from routewatch.store import locate, open_store
+import pytest
+
+from routewatch.store import Store, locate, open_store
 from routewatch.store.reset import TABLES, delete_store, last_report_ms
 from routewatch.store.schema import MIGRATIONS
 
@@ -68,3 +71,37 @@ def test_there_is_nothing_to_delete_where_no_store_was_made(tmp_path: Path) -> N
     assert last_report_ms(url) is None
     assert delete_store(url) == []
     assert not (tmp_path / "never.db").exists()
+
+
+def test_a_job_that_recorded_its_stop_no_longer_counts_as_running(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        store.record_idle("spool")
+        store.record_idle("kafka")
+        store.record_stop("spool")
+        running = last_report_ms(store_url)
+        assert running is not None and running == _job(store, "kafka")["reported_at"]
+        store.record_stop("kafka", "OSError: disk full")
+        assert last_report_ms(store_url) is None
+        store.record_idle("spool")  # (restarted)
+        assert last_report_ms(store_url) == _job(store, "spool")["reported_at"]
+    finally:
+        store.close()
+
+
+def test_a_store_from_before_jobs_stops_counts_every_recent_report(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a running job of the version before keeps its store at that version's migrations
+    monkeypatch.setattr("routewatch.store.store.MIGRATIONS", MIGRATIONS[:4])
+    store = open_store(store_url)
+    try:
+        store.db.execute("INSERT INTO jobs (job, reported_at) VALUES ('old', 1234)")
+    finally:
+        store.close()
+
+    assert last_report_ms(store_url) == 1234
+
+
+def _job(store: Store, name: str) -> dict[str, Any]:
+    return next(j for j in store.jobs() if j["job"] == name)

@@ -1,7 +1,8 @@
 """``routewatch reset`` as an operator meets it: a checkpoint written by the design before the
 state buckets (the benchmarks' baseline, c062ce8, run from its own code) stops today's job with
 one sentence naming the reset command; the command lists before it deletes, waits for the job
-to be gone, and after it the job starts over and raises the trace's alerts."""
+to be gone (at once for a job that recorded its stop), and after it the job starts over and
+raises the trace's alerts."""
 
 from __future__ import annotations
 
@@ -129,3 +130,8 @@ def test_a_checkpoint_of_the_design_before_is_refused_naming_the_reset_that_star
 
     _stream_until_alerted(data, None, tmp_path / "after.log")
     assert _alerts(data) == expected(SCENARIO)
+
+    # this checkout's job recorded its stop in the store: a reset need not wait, nor force
+    again = _routewatch(data, "reset", "--yes")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert not (data / "checkpoints" / "spool").exists()

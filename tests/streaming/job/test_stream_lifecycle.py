@@ -4,6 +4,7 @@ records each report, a batch's or Spark's idle one, for /readyz."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +19,15 @@ from emitter.scenarios import SCENARIOS
 from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.testing.processes import free_port, wait_for
-from streaming.job.progress import lag_words, left_input_unread, progress_log
+from streaming.job.progress import (
+    ProgressLog,
+    lag_words,
+    left_input_unread,
+    progress_log,
+    root_cause,
+)
 from streaming.job.sink import job_name
-from streaming.job.stream import root_cause, start_stream
+from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support.stores import batches
 from tests.support.traces import write_trace
@@ -162,9 +169,10 @@ def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_pa
             store.close()
     finally:
         query.stop()
-    # stopped: no more reports, and after the bound the job is not ready
+    # stopped: the listener records the stop, and the job is not ready at once
     wait_for(lambda: api.get("/readyz").status_code == 503, 30, "/readyz failing once it stopped")
-    assert "has reported no progress for" in api.get("/readyz").json()["checks"]["stream_job"]
+    check = api.get("/readyz").json()["checks"]["stream_job"]
+    assert re.fullmatch(r"the stream job stopped \d+ s ago", check), check
 
 
 def test_stream_from_a_kafka_that_does_not_answer_is_one_sentence(tmp_path: Path) -> None:
@@ -215,6 +223,37 @@ def test_stream_from_a_kafka_that_does_not_answer_is_one_sentence(tmp_path: Path
 )
 def test_a_failed_querys_message_is_cut_to_its_root_cause(message: str, cause: str) -> None:
     assert root_cause(message) == cause
+
+
+def test_the_listener_records_a_query_s_end_and_a_failure_s_root_cause(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'routewatch.db'}"
+    open_store(url).close()  # (the job migrates its store at start)
+    listener = ProgressLog()
+    listener.watch("stopped", url, "spool")
+    listener.watch("failed", url, "kafka")
+
+    listener.terminated("stopped", None)
+    listener.terminated(
+        "failed",
+        "[STREAM_FAILED] Query terminated with exception: Job aborted.\n"
+        "Caused by: java.io.IOException: No space left on device\n\tat x",
+    )
+
+    assert listener.wait_for_end("stopped", 0) and listener.wait_for_end("failed", 0)
+    store = open_store(url)
+    try:
+        ends = {j["job"]: (j["stopped_at"] is not None, j["failure"]) for j in store.jobs()}
+    finally:
+        store.close()
+    assert ends == {
+        "spool": (True, None),
+        "kafka": (True, "java.io.IOException: No space left on device"),
+    }
+    # a store deleted meanwhile (a reset) is not made again by a late end
+    (tmp_path / "routewatch.db").unlink()
+    listener.watch("late", url, "spool")
+    listener.terminated("late", None)
+    assert listener.wait_for_end("late", 0) and not (tmp_path / "routewatch.db").exists()
 
 
 def test_the_logged_lag_is_never_negative() -> None:
