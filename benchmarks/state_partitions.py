@@ -3,7 +3,7 @@ state buckets (issue 38) gain, how the job grows with cores, and what one big cl
 
     .venv/bin/python -m benchmarks.state_partitions [--clusters 10] [--warm 32] [--steady 60]
         [--batch 10] [--partitions 1,2] [--one-core] [--big] [--repeat 1] [--cluster-shards 0]
-        [--baseline c062ce8]
+        [--baseline c062ce8] [--no-record]
 
 The reference fleet (``emitter.fleet``) is written as one spool file per second of traffic and
 published whole (with ``--big``, also **one big cluster** of the same topic-broker pairs: 1
@@ -192,7 +192,8 @@ def measure(args: argparse.Namespace, partitions: list[int]) -> dict[str, Any]:
                     runs.setdefault(f"{name}_p{n}", []).append(run)
                     label = "job" if name == "job" else "one big cluster"
                     print(f"{label}, {n} state partitions: {run['events_per_s']:,.0f} events/s "
-                          f"(batch median {run['batch_median_s']:.2f} s)", flush=True)  # fmt: skip
+                          f"(batch median {run['batch_median_s']:.2f} s; JVM peak "
+                          f"{run['jvm_rss_gib']:.2f} GiB)", flush=True)  # fmt: skip
             if args.one_core:
                 run = _child(args, base / "job", max(partitions), one_core=True)
                 runs.setdefault("one_core", []).append(run)
@@ -240,6 +241,7 @@ def main() -> None:
         help="the revision whose stage 1 is the capacity ratio's "
         "denominator (the design before issue 38)",
     )
+    parser.add_argument("--no-record", action="store_true", help="do not write latest.json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
@@ -248,10 +250,10 @@ def main() -> None:
         print(CHILD_MARK + json.dumps(job_run(args)), flush=True)
         return
     partitions = [int(p) for p in args.partitions.split(",")]
-    report(measure(args, partitions), partitions)
+    report(measure(args, partitions), partitions, write=not args.no_record)
 
 
-def report(result: dict[str, Any], partitions: list[int]) -> None:
+def report(result: dict[str, Any], partitions: list[int], write: bool = True) -> None:
     traffic = result["events_per_s_of_traffic"]
     bare = result["baseline_bare_events_per_s"]  # the ratios' denominator: the issue's
     now = result["bare_events_per_s"]
@@ -297,6 +299,10 @@ def report(result: dict[str, Any], partitions: list[int]) -> None:
     print()
     for name, value in figures.items():
         print(f"{name}: {value:.2f}")
+    for n in partitions:
+        print(f"JVM peak, {n} state partitions: {result[f'job_p{n}_jvm_rss_gib']:.2f} GiB")
+    if not write:
+        return
     headline = {
         k: v
         for k, v in figures.items()
