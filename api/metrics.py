@@ -31,6 +31,7 @@ from routewatch.store import Store, StoreUnavailableError
 from routewatch.store.views import (
     broker_views,
     cluster_names,
+    ended_job,
     last_batch,
     newest_times,
     open_alert_counts,
@@ -184,6 +185,11 @@ class StoreCollector(Collector):
             "Wall clock seconds since the stream job last reported progress: a batch, or "
             "Spark's report every 10 s that the query is idle.",
         )
+        ended = GaugeMetricFamily(
+            "routewatch_stream_job_ended",
+            "1 when the stream job's query has ended, stopped or failed, and no job has "
+            "reported since (GET /readyz says which, and why); 0 while a job runs.",
+        )
         newest, input_at = newest_times(store)
         jobs = store.jobs()
         now = time.time()
@@ -193,8 +199,10 @@ class StoreCollector(Collector):
             input_age.add_metric([], max(now - input_at / 1000, 0.0))
         if jobs:
             report_age.add_metric([], max(now - jobs[0]["reported_at"] / 1000, 0.0))
+            ended.add_metric([], 0.0 if ended_job(jobs) is None else 1.0)
         yield duration
         yield rate
         yield lag
         yield input_age
         yield report_age
+        yield ended

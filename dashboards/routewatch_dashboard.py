@@ -387,7 +387,7 @@ def _collector_row() -> list[timeseries.Panel]:
     ]
 
 
-def _pipeline_row() -> list[timeseries.Panel]:
+def _pipeline_row() -> list[timeseries.Panel | stat.Panel]:
     return [
         _timeseries(
             "Micro-batch duration",
@@ -459,10 +459,21 @@ def _pipeline_row() -> list[timeseries.Panel]:
                     ref="C",
                 ),
             ],
-            span=24,
+            span=18,
             height=6,
             bars=True,
         ),
+        _stat(
+            "Stream job",
+            "Ended (red): the stream job recorded that its query stopped or failed "
+            "(RoutewatchJobEnded), and nothing is judged until it runs again; GET /readyz says "
+            "which, and the failure's cause. Start routewatch stream again: it resumes from its "
+            "checkpoint. A job killed cannot say so: its report age above tells.",
+            "max(routewatch_stream_job_ended)",
+            red_at=1,
+        )
+        .mappings(_mapping({"0": ("running", GREEN), "1": ("ENDED", RED)}))
+        .height(6),
     ]
 
 

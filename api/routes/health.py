@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from api.deps import QUERY_CHECKS, AccessDep, SettingsDep
 from api.models import Health
 from routewatch.store import StoreUnavailableError
+from routewatch.store.views import ended_job, running_jobs
 
 router = APIRouter(tags=["health"], dependencies=QUERY_CHECKS)
 
@@ -46,26 +47,25 @@ def readyz(settings: SettingsDep, access: AccessDep) -> JSONResponse:
 
 def job_check(jobs: list[dict[str, Any]], now_ms: float, max_age_s: float) -> str:
     """``ok`` when the job that reported last among those still running (the store's ``jobs``,
-    latest report first; a job whose query ended recorded when, and why if it failed) is
-    alive — it reported progress, a batch's or Spark's idle report, within ``max_age_s`` —
-    and keeps up: its batches have not left input unread for longer than that. Else what is
-    wrong, in a phrase: the newest of a job's recorded end and a running job's silence.
-    Whether input still arrives is not asked: an idle job is ready (the input's age and
-    RoutewatchInputStalled tell a stalled input)."""
+    latest report first) is alive — it reported progress, a batch's or Spark's idle report,
+    within ``max_age_s`` — and keeps up: its batches have not left input unread for longer
+    than that. Else what is wrong, in a phrase: a job's recorded end (stopped, or failed) when
+    that is the store's newest word, else the running job's silence. Whether input still
+    arrives is not asked: an idle job is ready (the input's age and RoutewatchInputStalled
+    tell a stalled input)."""
     if not jobs:
         return "the stream job has not reported progress yet"
-    running = [j for j in jobs if j.get("stopped_at") is None]
-    ended = sorted((j for j in jobs if j.get("stopped_at") is not None), key=_ended_at)
+    running = running_jobs(jobs)
     job = running[0] if running else None
     silent_s = None if job is None else (now_ms - job["reported_at"]) / 1000
-    if ended and (silent_s is None or silent_s > max_age_s):
-        last = ended[-1]
-        if job is None or last["stopped_at"] >= job["reported_at"]:
-            ago_s = max(now_ms - last["stopped_at"], 0) / 1000
-            if last.get("failure"):
-                return f"the stream job failed {ago_s:.0f} s ago: {last['failure']}"
+    if job is None or silent_s is None or silent_s > max_age_s:
+        ended = ended_job(jobs)
+        if ended is not None:
+            ago_s = max(now_ms - ended["stopped_at"], 0) / 1000
+            if ended["failure"]:
+                return f"the stream job failed {ago_s:.0f} s ago: {ended['failure']}"
             return f"the stream job stopped {ago_s:.0f} s ago"
-    assert job is not None and silent_s is not None
+    assert job is not None and silent_s is not None  # (a job that ended would be said above)
     if silent_s > max_age_s:
         return (
             f"the stream job has reported no progress for {silent_s:.0f} s (more than "
@@ -79,7 +79,3 @@ def job_check(jobs: list[dict[str, Any]], now_ms: float, max_age_s: float) -> st
                 f"(more than {max_age_s:.0f} s): it is not keeping up"
             )
     return "ok"
-
-
-def _ended_at(job: dict[str, Any]) -> int:
-    return int(job["stopped_at"])

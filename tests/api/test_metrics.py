@@ -20,6 +20,7 @@ from routewatch.store import Store, open_store
 INPUT_AGE = "routewatch_stream_input_age_seconds"
 LAG = "routewatch_stream_event_time_lag_seconds"
 JOB_REPORT_AGE = "routewatch_stream_job_report_age_seconds"
+JOB_ENDED = "routewatch_stream_job_ended"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -69,6 +70,7 @@ def test_input_age_is_absent_before_the_first_batch(store_url: str, tmp_path: Pa
 
     assert values["routewatch_exporter_up"] == [1]
     assert values[INPUT_AGE] == [] and values[LAG] == [] and values[JOB_REPORT_AGE] == []
+    assert values[JOB_ENDED] == []
 
 
 def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
@@ -100,3 +102,33 @@ def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
     assert _seconds_since(event_ms, lag, before, after)
     (report_age,) = values[JOB_REPORT_AGE]
     assert _seconds_since(now_ms - 20_000, report_age, before, after)
+    assert values[JOB_ENDED] == [0]
+
+
+def test_a_job_s_recorded_end_is_1_until_a_job_reports_again(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now_ms = int(time.time() * 1000)
+
+    def at(ago_ms: int) -> None:
+        monkeypatch.setattr("routewatch.store.store._now_ms", lambda: now_ms - ago_ms)
+
+    store = open_store(store_url)
+    try:
+        at(9_000)
+        store.record_idle("kafka")
+        at(8_000)
+        store.record_stop("spool")  # (after the Kafka job's last report)
+        ended_beside_a_report, _, _ = _scrape(store_url, tmp_path)
+        at(7_000)
+        store.record_idle("kafka")
+        running, _, _ = _scrape(store_url, tmp_path)
+        at(6_000)
+        store.record_stop("kafka", "OSError: disk full")
+        failed, _, _ = _scrape(store_url, tmp_path)
+    finally:
+        store.close()
+
+    assert ended_beside_a_report[JOB_ENDED] == [1]
+    assert running[JOB_ENDED] == [0]
+    assert failed[JOB_ENDED] == [1]

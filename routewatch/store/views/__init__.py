@@ -11,7 +11,14 @@ from routewatch.store.views.alerts import (
     open_alert_counts,
 )
 from routewatch.store.views.brokers import broker_views
-from routewatch.store.views.progress import cluster_names, last_batch, newest_times, stream_time
+from routewatch.store.views.progress import (
+    cluster_names,
+    ended_job,
+    last_batch,
+    newest_times,
+    running_jobs,
+    stream_time,
+)
 from routewatch.store.views.topic_index import (
     ClusterBrokers,
     SortKey,
@@ -44,10 +51,12 @@ __all__ = [
     "decode_cursor",
     "decode_topic_cursor",
     "encode_topic_cursor",
+    "ended_job",
     "last_batch",
     "newest_times",
     "open_alert_counts",
     "route_windows",
+    "running_jobs",
     "store_version",
     "stream_time",
     "topic_index",

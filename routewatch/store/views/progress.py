@@ -7,12 +7,39 @@ from typing import Any
 
 from routewatch.store.store import Store
 
-__all__ = ["cluster_names", "last_batch", "newest_times", "stream_time"]
+__all__ = [
+    "cluster_names",
+    "ended_job",
+    "last_batch",
+    "newest_times",
+    "running_jobs",
+    "stream_time",
+]
 
 
 def cluster_names(store: Store) -> list[str]:
     """Every cluster the job has written a clock for."""
     return [cluster for (cluster,) in store.db.execute("SELECT cluster FROM clusters")]
+
+
+def running_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of the store's ``jobs`` (latest report first), those that have not recorded that their
+    query ended: running, or killed without a word (their reports just stop)."""
+    return [j for j in jobs if j["stopped_at"] is None]
+
+
+def ended_job(jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The job whose recorded end (stopped, or failed: ``stopped_at``, ``failure``) is the
+    newest word of the store's ``jobs`` — later than every report of a job still running —
+    or None: a job has reported since (or none ever ended)."""
+    ended = [j for j in jobs if j["stopped_at"] is not None]
+    if not ended:
+        return None
+    last = max(ended, key=lambda j: int(j["stopped_at"]))
+    running = running_jobs(jobs)
+    if running and running[0]["reported_at"] > last["stopped_at"]:
+        return None
+    return last
 
 
 def last_batch(store: Store) -> dict[str, Any] | None:
