@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.group import GroupedData
 
 from routewatch.errors import RoutewatchError
+from streaming.stages.known_tables import DEFAULT_LIMIT
 from streaming.stages.read import LinesOf, counting_lines, pack_events, read_packed
 from streaming.stages.track import CHANGES_SCHEMA, StreamProcessor
 
@@ -115,6 +116,7 @@ def changes(
     by_event_time: bool = False,
     shards: int | None = None,
     lines_of: LinesOf | None = None,
+    known_tables_bytes: int = DEFAULT_LIMIT,
 ) -> DataFrame:
     """The whole pipeline: ``(value, origin)`` lines -> change rows of :data:`CHANGES_SCHEMA`.
 
@@ -122,9 +124,17 @@ def changes(
     partitions) and are interleaved by event time (see ``streaming.stages.read``).
     ``shards``: each cluster's shards by topic (as many as the state buckets by default).
     ``lines_of``: what makes lines of the input's rows, when they are not lines (the spool's
-    files: ``streaming.sources.spool.read_lines``).
+    files: ``streaming.sources.spool.read_lines``). ``known_tables_bytes``: the topic tables
+    each read worker keeps (``ROUTEWATCH_KNOWN_TABLES_MB``).
     """
     keys = state_keys(lines.sparkSession, partitions_of(lines.sparkSession))
-    packed = read_packed(lines, keys, shards, by_event_time=by_event_time, lines_of=lines_of)
+    packed = read_packed(
+        lines,
+        keys,
+        shards,
+        by_event_time=by_event_time,
+        lines_of=lines_of,
+        known_tables_bytes=known_tables_bytes,
+    )
     grouped = counting_lines(packed).groupBy("bucket")
     return _tracked(grouped, keys, shards, lateness_ms, dedupe_horizon_ms, final)

@@ -66,6 +66,14 @@ class StreamingSettings(Settings):
         "block cache and write buffers; spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
         "), so that more state partitions do not raise the JVM's peak.",
     )
+    known_tables_mb: int = Field(
+        default=64,
+        ge=0,
+        description="Topic tables each read worker (a Spark Python worker) keeps, in MB, so "
+        "that a registration of a table it has validated before is not validated again: at "
+        "least the text of the tables that worker reads (every broker's, of every cluster, on "
+        "the spool; its Kafka partitions' on Kafka). 0 keeps none.",
+    )
     trigger_interval_s: float = Field(
         default=1.0, gt=0, description="Micro-batch trigger interval of the long-running job."
     )
@@ -190,3 +198,7 @@ class StreamingSettings(Settings):
     @property
     def dedupe_horizon_ms(self) -> int:
         return round(self.dedupe_horizon_s * 1000)
+
+    @property
+    def known_tables_bytes(self) -> int:
+        return self.known_tables_mb * 1024 * 1024

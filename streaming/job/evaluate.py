@@ -104,6 +104,7 @@ def evaluate_runs(
             final=True,
             shards=settings.cluster_shards or None,
             lines_of=read_lines,
+            known_tables_bytes=settings.known_tables_bytes,
         ).collect()
         detected = int(time.time() * 1000)
         alerts = [dataclasses.asdict(StoredAlert.detected(a, detected)) for a in final_alerts(rows)]

@@ -125,6 +125,7 @@ def start_stream(
         by_event_time=source == "kafka",
         shards=shards,
         lines_of=lines_of,
+        known_tables_bytes=settings.known_tables_bytes,
     )
     listener = progress_log(spark)
     query = (

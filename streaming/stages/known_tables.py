@@ -29,10 +29,12 @@ other type is parsed whole):
   in the contract's parse).
 
 The event returned for a recognised line has ``topics`` empty (``{}``). Tables are kept up to
-``limit`` bytes in all (64 MB), the least recently seen dropped first; a Spark Python worker
-keeps them across the tasks it runs (:data:`KNOWN_TABLES`). A valid registration whose table is
-not known yet costs up to four more decodings of its table's text (where it could end) and two
-encodings (to compare value types); one whose table cannot be remembered pays that each time.
+``limit`` bytes in all (``ROUTEWATCH_KNOWN_TABLES_MB``, 64 MB), the least recently seen dropped
+first; a Spark Python worker keeps them across the tasks it runs (:data:`KNOWN_TABLES`). A valid
+registration whose table is not known yet costs up to four more decodings of its table's text
+(where it could end) and two encodings (to compare value types); one whose table cannot be
+remembered pays that each time — every registration, once the tables a worker reads take more
+than the limit (the least recently seen is then always the next one needed).
 Tables that share their first 96 characters (versions of a growing table) are compared one by
 one, each comparison a ``startswith`` that stops at the first character that differs.
 """
@@ -50,20 +52,21 @@ from routewatch.validation import BadInput
 from streaming.engine.compact import HEAD
 from streaming.engine.shipped_tables import Shipments, digest, elided, reference, whole
 
-__all__ = ["KNOWN_TABLES", "KnownTables"]
+__all__ = ["DEFAULT_LIMIT", "KNOWN_TABLES", "KnownTables"]
 
 _KEY = '"topics":'
 _BEFORE_KEY = frozenset(",{ \t\r\n")  # what a key's opening quote can follow
 _PREFIX = 96  # characters of a table's text it is looked up by
 _TRIES = 4  # ends of a table's text tried when remembering it
 _ENTRY_BYTES = 200  # a kept table's entries in the dictionaries and the list, about
+DEFAULT_LIMIT = 64 * 1024 * 1024  # (ROUTEWATCH_KNOWN_TABLES_MB's default)
 
 
 class KnownTables:
     """:func:`routewatch.codec.parse` for lines of the stream, with topic tables validated before
     recognised by their text."""
 
-    def __init__(self, limit: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         """``limit``: the bytes the kept tables may take in all (:func:`_cost`)."""
         self.limit = limit
         self.size = 0
@@ -152,6 +155,12 @@ class KnownTables:
                     self.found = (start, table)
             return
 
+    def bound(self, limit: int) -> None:
+        """Keep tables up to ``limit`` bytes from now on (the job's setting, which reaches each
+        worker with its tasks), dropping the least recently seen beyond it."""
+        self.limit = limit
+        self._shrink()
+
     def _add(self, table: str) -> None:
         """Keep ``table`` (a table shorter than the prefix it would be looked up by could never
         be found, and costs little to decode)."""
@@ -161,6 +170,9 @@ class KnownTables:
         self.tables[table] = prefix
         self.by_prefix.setdefault(prefix, []).append(table)
         self.size += _cost(table, prefix)
+        self._shrink()
+
+    def _shrink(self) -> None:
         while self.size > self.limit:
             old, old_prefix = self.tables.popitem(last=False)
             same = self.by_prefix[old_prefix]

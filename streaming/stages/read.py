@@ -40,7 +40,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from routewatch.validation import BadInput
 from streaming.engine.compact import shipped
 from streaming.engine.shards import OWNED_BY_HEAD, TOPIC_EVENTS, TOPIC_TYPES, shard_of
-from streaming.stages.known_tables import KNOWN_TABLES
+from streaming.stages.known_tables import DEFAULT_LIMIT, KNOWN_TABLES
 
 __all__ = [
     "CHUNKS_SCHEMA",
@@ -490,7 +490,9 @@ def _validate_and_pack(
     shards: int | None,
     by_event_time: bool,
     lines_of: LinesOf | None,
+    known_tables_bytes: int,
 ) -> Iterator[pa.RecordBatch]:
+    KNOWN_TABLES.bound(known_tables_bytes)
     validated = _validated(batches, by_event_time, lines_of, _shipping())
     return pack_batches(validated, keys, shards=shards)
 
@@ -502,17 +504,20 @@ def read_packed(
     *,
     by_event_time: bool = False,
     lines_of: LinesOf | None = None,
+    known_tables_bytes: int = DEFAULT_LIMIT,
 ) -> DataFrame:
     """``(value, origin)`` lines (or rows that ``lines_of`` makes lines of) -> validated events
     packed for the state buckets of ``keys`` (:func:`read_events`, then :func:`pack_events`),
     in one pass over each batch: one Python worker and one trip of the events between Spark's
-    JVM and Python instead of two."""
+    JVM and Python instead of two. Each worker keeps the topic tables it has validated up to
+    ``known_tables_bytes`` (:mod:`streaming.stages.known_tables`)."""
     run = functools.partial(
         _validate_and_pack,
         keys=keys,
         shards=shards,
         by_event_time=by_event_time,
         lines_of=lines_of,
+        known_tables_bytes=known_tables_bytes,
     )
     return _input(lines, lines_of).mapInArrow(run, CHUNKS_SCHEMA)
 

@@ -138,6 +138,21 @@ def test_any_cut_of_the_trace_into_batches_gives_the_same_alerts(
     assert len(written) == (files if files_per_batch == 1 else 1)
 
 
+def test_read_workers_that_keep_no_table_ship_every_registration_whole_and_alert_alike(
+    spark: SparkSession, tmp_path: Path, reference: list[tuple[Any, ...]]
+) -> None:
+    """ROUTEWATCH_KNOWN_TABLES_MB reaches the read stage's workers: with 0 they remember no
+    table, so none is shipped by reference (as it is with the default, above), and the
+    alerts are the same."""
+    settings = _settings(tmp_path).model_copy(update={"known_tables_mb": 0})
+    _publish(settings.spool_dir, _cut(_lines(), 17))
+
+    progress = _run(spark, settings)
+
+    assert len(progress) > 1 and _by_reference(progress) == 0
+    assert _identity(open_store(settings.store_url).alerts()) == reference
+
+
 def test_a_jittered_stream_of_six_clusters_on_three_state_partitions_stores_one_steps_rows(
     spark: SparkSession, tmp_path: Path
 ) -> None:

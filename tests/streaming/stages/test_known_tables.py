@@ -109,6 +109,23 @@ def test_every_line_parses_as_the_contract_parses_it(
         assert known.size <= limit
 
 
+def test_a_lower_bound_drops_the_least_recently_seen_tables_and_0_keeps_none() -> None:
+    known = KnownTables()
+    tables = [TABLE.replace('"perm":6', f'"perm":{p}') for p in (2, 4, 6)]
+    for table in tables:
+        known.parse(line(table))
+    known.parse(line(tables[0]))  # (seen again: the most recent)
+    assert list(known.tables) == [tables[1], tables[2], tables[0]]
+
+    known.bound(2 * _cost(TABLE, TABLE[:96]))
+    assert list(known.tables) == [tables[2], tables[0]] and known.size <= known.limit
+
+    known.bound(0)
+    assert not known.tables and known.size == 0
+    assert same(known.parse(line(tables[1])), parse(line(tables[1])))
+    assert known.found is None and not known.tables  # (parsed whole, not kept)
+
+
 def test_a_table_is_remembered_by_its_decoded_values_and_their_types() -> None:
     known = KnownTables()
     twice = line(PERM_TRUE, after=',"topics":' + PERM_ONE + AFTER)  # valid: the last counts
