@@ -187,8 +187,8 @@ class StoreCollector(Collector):
         )
         ended = GaugeMetricFamily(
             "routewatch_stream_job_ended",
-            "1 when the stream job's query has ended, stopped or failed, and no job has "
-            "reported since (GET /readyz says which, and why); 0 while a job runs.",
+            "1 when the stream job's query has ended, stopped or failed, and no other job runs "
+            "and reports (GET /readyz says which, and why); 0 while a job runs.",
         )
         newest, input_at = newest_times(store)
         jobs = store.jobs()
@@ -199,7 +199,10 @@ class StoreCollector(Collector):
             input_age.add_metric([], max(now - input_at / 1000, 0.0))
         if jobs:
             report_age.add_metric([], max(now - jobs[0]["reported_at"] / 1000, 0.0))
-            ended.add_metric([], 0.0 if ended_job(jobs) is None else 1.0)
+            # (as /readyz judges: a job that runs and reports makes another's end no news)
+            max_age_s = self.settings.ready_max_batch_age_s
+            ended_now = ended_job(jobs, now * 1000, max_age_s) is not None
+            ended.add_metric([], 1.0 if ended_now else 0.0)
         yield duration
         yield rate
         yield lag

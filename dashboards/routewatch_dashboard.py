@@ -420,7 +420,7 @@ def _pipeline_row() -> list[timeseries.Panel | stat.Panel]:
             "the Kafka topic stopped; routewatch judges no time-driven alert until input "
             "resumes. Job report age: seconds since the job last reported progress (a batch, "
             "or its idle report every 10 s); red (over 120 s, RoutewatchJobStopped): the job "
-            "is stopped or stuck in a batch.",
+            "was killed or is stuck in a batch (one that stopped or failed says so: Stream job).",
             [
                 _query("routewatch_stream_input_age_seconds", "input age"),
                 _query("routewatch_stream_job_report_age_seconds", "job report age", ref="B"),

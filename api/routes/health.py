@@ -49,27 +49,24 @@ def job_check(jobs: list[dict[str, Any]], now_ms: float, max_age_s: float) -> st
     """``ok`` when the job that reported last among those still running (the store's ``jobs``,
     latest report first) is alive — it reported progress, a batch's or Spark's idle report,
     within ``max_age_s`` — and keeps up: its batches have not left input unread for longer
-    than that. Else what is wrong, in a phrase: a job's recorded end (stopped, or failed) when
-    that is the store's newest word, else the running job's silence. Whether input still
-    arrives is not asked: an idle job is ready (the input's age and RoutewatchInputStalled
-    tell a stalled input)."""
+    than that. Else what is wrong, in a phrase: a job's recorded end, stopped or failed
+    (:func:`~routewatch.store.views.ended_job`), else the running job's silence. Whether input
+    still arrives is not asked: an idle job is ready (the input's age and
+    RoutewatchInputStalled tell a stalled input)."""
     if not jobs:
         return "the stream job has not reported progress yet"
-    running = running_jobs(jobs)
-    job = running[0] if running else None
-    silent_s = None if job is None else (now_ms - job["reported_at"]) / 1000
-    if job is None or silent_s is None or silent_s > max_age_s:
-        ended = ended_job(jobs)
-        if ended is not None:
-            ago_s = max(now_ms - ended["stopped_at"], 0) / 1000
-            if ended["failure"]:
-                return f"the stream job failed {ago_s:.0f} s ago: {ended['failure']}"
-            return f"the stream job stopped {ago_s:.0f} s ago"
-    assert job is not None and silent_s is not None  # (a job that ended would be said above)
+    ended = ended_job(jobs, now_ms, max_age_s)
+    if ended is not None:
+        ago_s = max(now_ms - ended["stopped_at"], 0) / 1000
+        if ended["failure"]:
+            return f"the stream job failed {ago_s:.0f} s ago: {ended['failure']}"
+        return f"the stream job stopped {ago_s:.0f} s ago"
+    job = running_jobs(jobs)[0]  # (none ended: so one runs, or ran)
+    silent_s = (now_ms - job["reported_at"]) / 1000
     if silent_s > max_age_s:
         return (
             f"the stream job has reported no progress for {silent_s:.0f} s (more than "
-            f"{max_age_s:.0f} s): it is stopped, or stuck in a batch"
+            f"{max_age_s:.0f} s): it was killed, or is stuck in a batch"
         )
     if job["behind_since"] is not None:
         behind_s = (now_ms - job["behind_since"]) / 1000

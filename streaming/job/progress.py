@@ -36,6 +36,7 @@ __all__ = [
     "input_lines",
     "left_input_unread",
     "progress_log",
+    "record_start",
     "root_cause",
 ]
 
@@ -148,8 +149,8 @@ class ProgressLog:
 
     def watch(self, query_id: str, store_url: str, job: str) -> None:
         """Report on the query ``query_id`` (a ``StreamingQuery``'s ``id``) as ``job``."""
+        self.ends[query_id] = threading.Event()  # (first: terminated may come at once)
         self.queries[query_id] = (store_url, job)
-        self.ends[query_id] = threading.Event()
 
     def wait_for_end(self, query_id: str, timeout_s: float) -> bool:
         """Wait until the end of query ``query_id`` (stopped, or failed) is recorded in its
@@ -247,6 +248,19 @@ def root_cause(text: str) -> str:
             last = found[-1]
             return (last.group(1) if pattern is _JAVA_CAUSE else last.group(0)).strip()
     return lines[0].strip() if lines else ""
+
+
+def record_start(store_url: str, job: str) -> None:
+    """The job's start in its store (a report, which clears the end its run before recorded);
+    a store that cannot be written now is said in the log, as a lost report is."""
+    try:
+        store = Store(store_url)
+        try:
+            store.record_start(job)
+        finally:
+            store.close()
+    except StoreUnavailableError as exc:
+        log.warning("the start was not recorded: %s", exc)
 
 
 _PROGRESS_LOGS: weakref.WeakKeyDictionary[SparkSession, ProgressLog] = weakref.WeakKeyDictionary()

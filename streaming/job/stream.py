@@ -18,7 +18,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from routewatch.errors import RoutewatchError
 from routewatch.store import open_store
 from streaming.engine.layout import STATE_LAYOUT
-from streaming.job.progress import progress_log, root_cause
+from streaming.job.progress import progress_log, record_start, root_cause
 from streaming.job.reset import RESET_COMMAND
 from streaming.job.sink import job_name, store_writer
 from streaming.pipeline import changes
@@ -144,6 +144,9 @@ def start_stream(
         .trigger(processingTime=f"{settings.trigger_interval_s} seconds")
         .start()
     )
+    # a sign of life that clears the end a run before recorded, before the listener may record
+    # this run's (a query that fails within these lines ends unrecorded, as a killed one)
+    record_start(settings.store_url, job)
     listener.watch(str(query.id), settings.store_url, job)
     log.info("stream started: query %s, checkpoint %s", query.id, checkpoint)
     return query

@@ -257,7 +257,9 @@ def _validated(
     by_event_time: bool,
     lines_of: LinesOf | None,
     shipping: tuple[str, int] | None = None,
+    known_tables_bytes: int = DEFAULT_LIMIT,
 ) -> Iterator[pa.RecordBatch]:
+    KNOWN_TABLES.bound(known_tables_bytes)  # (a worker runs the tasks of many queries)
     lines = batches if lines_of is None else lines_of(batches)
     return validate_batches(lines, by_event_time, shipping)
 
@@ -492,8 +494,7 @@ def _validate_and_pack(
     lines_of: LinesOf | None,
     known_tables_bytes: int,
 ) -> Iterator[pa.RecordBatch]:
-    KNOWN_TABLES.bound(known_tables_bytes)
-    validated = _validated(batches, by_event_time, lines_of, _shipping())
+    validated = _validated(batches, by_event_time, lines_of, _shipping(), known_tables_bytes)
     return pack_batches(validated, keys, shards=shards)
 
 

@@ -105,7 +105,7 @@ def test_input_age_counts_from_the_last_newer_event_of_any_cluster(
     assert values[JOB_ENDED] == [0]
 
 
-def test_a_job_s_recorded_end_is_1_until_a_job_reports_again(
+def test_a_job_s_recorded_end_is_1_while_no_other_job_runs(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     now_ms = int(time.time() * 1000)
@@ -116,10 +116,10 @@ def test_a_job_s_recorded_end_is_1_until_a_job_reports_again(
     store = open_store(store_url)
     try:
         at(9_000)
-        store.record_idle("kafka")
+        store.record_idle("spool")
         at(8_000)
-        store.record_stop("spool")  # (after the Kafka job's last report)
-        ended_beside_a_report, _, _ = _scrape(store_url, tmp_path)
+        store.record_stop("spool")
+        stopped, _, _ = _scrape(store_url, tmp_path)
         at(7_000)
         store.record_idle("kafka")
         running, _, _ = _scrape(store_url, tmp_path)
@@ -129,6 +129,6 @@ def test_a_job_s_recorded_end_is_1_until_a_job_reports_again(
     finally:
         store.close()
 
-    assert ended_beside_a_report[JOB_ENDED] == [1]
-    assert running[JOB_ENDED] == [0]
+    assert stopped[JOB_ENDED] == [1]
+    assert running[JOB_ENDED] == [0]  # (a job that runs and reports: the other's end is old news)
     assert failed[JOB_ENDED] == [1]

@@ -297,9 +297,15 @@ def test_a_job_s_end_is_recorded_until_it_reports_again(
         "OSError: [Errno 28] No space left on device",
     )
 
+    # started again: the start is a report, and clears the end
+    wall_clock[0] = 5_000
+    store.record_start("job")
+    [row] = store.jobs()
+    assert (row["reported_at"], row["stopped_at"], row["failure"]) == (5_000, None, None)
+
     # a job that ended before it ever reported
     store.record_stop("other", "ValueError: bad")
-    assert {j["job"]: j["stopped_at"] for j in store.jobs()} == {"job": 4_000, "other": 4_000}
+    assert {j["job"]: j["stopped_at"] for j in store.jobs()} == {"job": None, "other": 5_000}
 
 
 def test_a_store_from_before_jobs_starts_each_from_its_last_batch(

@@ -28,17 +28,20 @@ def running_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [j for j in jobs if j["stopped_at"] is None]
 
 
-def ended_job(jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The job whose recorded end (stopped, or failed: ``stopped_at``, ``failure``) is the
-    newest word of the store's ``jobs`` — later than every report of a job still running —
-    or None: a job has reported since (or none ever ended)."""
+def ended_job(jobs: list[dict[str, Any]], now_ms: float, max_age_s: float) -> dict[str, Any] | None:
+    """The job whose recorded end (stopped, or failed: ``stopped_at``, ``failure``) is what the
+    store's ``jobs`` say now — no job still running reported within ``max_age_s``, and the end
+    is later than the last report of any that did not — or None. ``/readyz`` and the metric
+    ``routewatch_stream_job_ended`` both judge by it."""
+    running = running_jobs(jobs)
+    if running and (now_ms - running[0]["reported_at"]) / 1000 <= max_age_s:
+        return None  # (a job runs and reports: whatever another did is not the news)
     ended = [j for j in jobs if j["stopped_at"] is not None]
     if not ended:
         return None
     last = max(ended, key=lambda j: int(j["stopped_at"]))
-    running = running_jobs(jobs)
     if running and running[0]["reported_at"] > last["stopped_at"]:
-        return None
+        return None  # (a job reported after it, and has fallen silent since: that is the news)
     return last
 
 

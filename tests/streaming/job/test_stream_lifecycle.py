@@ -169,10 +169,40 @@ def test_an_idle_job_keeps_reporting_and_stays_ready(spark: SparkSession, tmp_pa
             store.close()
     finally:
         query.stop()
+
     # stopped: the listener records the stop, and the job is not ready at once
-    wait_for(lambda: api.get("/readyz").status_code == 503, 30, "/readyz failing once it stopped")
-    check = api.get("/readyz").json()["checks"]["stream_job"]
-    assert re.fullmatch(r"the stream job stopped \d+ s ago", check), check
+    def says_stopped() -> bool:
+        answer = api.get("/readyz")
+        check = answer.json()["checks"]["stream_job"]
+        return answer.status_code == 503 and bool(
+            re.fullmatch(r"the stream job stopped \d+ s ago", check)
+        )
+
+    wait_for(says_stopped, 30, "/readyz saying the job stopped")
+
+
+@pytest.mark.spark
+def test_a_job_started_again_clears_the_end_it_recorded(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    settings = load(StreamingSettings, data_dir=tmp_path, trigger_interval_s=0.1)
+    write_trace(SCENARIOS["broker-dies"].run(seed=1), settings.spool_dir / "trace.jsonl")
+    store = open_store(settings.store_url)
+    try:
+        first = start_stream(spark, settings, "spool")
+        first.processAllAvailable()
+        first.stop()
+        wait_for(lambda: store.jobs()[0]["stopped_at"] is not None, 30, "the stop recorded")
+
+        second = start_stream(spark, settings, "spool")
+        try:
+            # as start_stream returns, before any batch or idle report of the new run
+            [job] = store.jobs()
+            assert job["stopped_at"] is None and job["failure"] is None
+        finally:
+            second.stop()
+    finally:
+        store.close()
 
 
 def test_stream_from_a_kafka_that_does_not_answer_is_one_sentence(tmp_path: Path) -> None:
