@@ -128,8 +128,14 @@ def test_any_cut_of_the_trace_into_batches_gives_the_same_alerts(
 
     store = open_store(settings.store_url)
     assert _identity(store.alerts()) == reference
-    # a registration of a table a read worker shipped whole in an earlier batch goes without it
-    assert (_by_reference(progress) > 0) == (files_per_batch == 1)
+    # a registration goes by reference when the same read worker shipped its table whole in an
+    # earlier batch of the run. Spark hands a task one of its idle Python workers, in turn, so
+    # with two idle (left by an earlier query) two batches may each go to another: of 7 batches
+    # some worker reads twice; of 2 (60 lines a file) none need to (seen under -n 2)
+    if size == 17:
+        assert _by_reference(progress) > 0
+    if files_per_batch is None:
+        assert _by_reference(progress) == 0
     # the stream's last events are still held by the lateness bound, but no alert changes there
     (clock,) = store.clusters()
     assert clock["stream_time"] > max(max(a[3], a[4] or 0) for a in reference)
