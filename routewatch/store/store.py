@@ -119,13 +119,6 @@ class Store:
         with self.transaction() as db:
             _report(db, job, _now_ms(), behind=False)
 
-    def record_start(self, job: str) -> None:
-        """The job starts its query: a sign of life that clears the end it recorded last, so
-        that neither ``/readyz`` nor a reset takes a job that is starting again (its first
-        batch may be long) for one that ended."""
-        with self.transaction() as db:
-            _report(db, job, _now_ms(), behind=False)
-
     def record_stop(self, job: str, failure: str | None = None) -> None:
         """The job's query ended: stopped, or failed of ``failure`` (its cause, in a line).
         Its last report stays as it was; its next report, after a restart, clears the stop."""

@@ -195,17 +195,9 @@ class ProgressLog:
         """Spark's report that the query is idle (every 10 s while it finds nothing to read):
         a write of one row, so that an idle job still shows as alive. Not logged."""
         target = self.queries.get(query_id)
-        if target is None:
-            return
-        store_url, job = target
-        try:
-            store = Store(store_url)
-            try:
-                store.record_idle(job)
-            finally:
-                store.close()
-        except StoreUnavailableError as exc:
-            log.warning("idle report not recorded: %s", exc)
+        if target is not None:
+            store_url, job = target
+            _record(store_url, "idle report", lambda store: store.record_idle(job))
 
     def terminated(self, query_id: str, exception: str | None) -> None:
         """The query ended: the job's stop (or failure, with its root cause) in the store, so
@@ -219,18 +211,36 @@ class ProgressLog:
         file = locate(store_url).file
         try:
             if file is None or file.exists():  # (a store deleted meanwhile is not made again)
-                store = Store(store_url)
-                try:
+                # (deleted between the two, it holds no table: a StoreError, said too)
+
+                def stop(store: Store) -> None:
                     store.record_stop(job, failure)
-                finally:
-                    store.close()
-        except StoreError as exc:
-            log.warning("the stop was not recorded: %s", exc)
+
+                _record(store_url, "stop", stop, StoreError)
         finally:
             end = self.ends.get(query_id)
             if end is not None:
                 end.set()
         log.info("stream stopped%s", f": {exception}" if exception else "")
+
+
+def _record(
+    store_url: str,
+    what: str,
+    write: Callable[[Store], None],
+    errors: type[StoreError] = StoreUnavailableError,
+) -> None:
+    """One write of the job's reports to its store (migrated at the job's start); a store that
+    cannot take it now is said in the log: the reports are for people and /readyz, the
+    batches are safe in the store."""
+    try:
+        store = Store(store_url)
+        try:
+            write(store)
+        finally:
+            store.close()
+    except errors as exc:
+        log.warning("the %s was not recorded: %s", what, exc)
 
 
 _PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*$")
@@ -251,16 +261,10 @@ def root_cause(text: str) -> str:
 
 
 def record_start(store_url: str, job: str) -> None:
-    """The job's start in its store (a report, which clears the end its run before recorded);
-    a store that cannot be written now is said in the log, as a lost report is."""
-    try:
-        store = Store(store_url)
-        try:
-            store.record_start(job)
-        finally:
-            store.close()
-    except StoreUnavailableError as exc:
-        log.warning("the start was not recorded: %s", exc)
+    """The job's start in its store: a sign of life, as an idle report is, which clears the
+    end its run before recorded — so that neither ``/readyz`` nor a reset takes a job that is
+    starting again (its first batch may be long) for one that ended."""
+    _record(store_url, "start", lambda store: store.record_idle(job))
 
 
 _PROGRESS_LOGS: weakref.WeakKeyDictionary[SparkSession, ProgressLog] = weakref.WeakKeyDictionary()

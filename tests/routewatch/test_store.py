@@ -297,9 +297,9 @@ def test_a_job_s_end_is_recorded_until_it_reports_again(
         "OSError: [Errno 28] No space left on device",
     )
 
-    # started again: the start is a report, and clears the end
+    # started again: the start is a report (the listener's, as idle), and clears the end
     wall_clock[0] = 5_000
-    store.record_start("job")
+    store.record_idle("job")
     [row] = store.jobs()
     assert (row["reported_at"], row["stopped_at"], row["failure"]) == (5_000, None, None)
 
