@@ -35,6 +35,10 @@ from streaming.engine.observer import silent_after
 from streaming.engine.rules import CLIENT_FORGET_MS, FAILURE_QUIET_MS, Rules
 from streaming.engine.shards import HEAD_SHARD, owner_shard, shard_of
 from streaming.engine.state import (
+    AFTER_LIVENESS,
+    BEFORE_EVENTS,
+    LIVENESS,
+    LIVENESS_KINDS,
     Config,
     Holder,
     LazyMap,
@@ -46,21 +50,7 @@ from streaming.engine.state import (
     key_json,
 )
 
-__all__ = ["AFTER_EVENTS", "BEFORE_EVENTS", "LIVENESS_KINDS", "ClusterEngine"]
-
-# thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
-# cluster (120 s after its last registration)
-LIVENESS_KINDS = frozenset({"expire", "linger"})
-
-# A threshold's phase: where it falls among the events stamped with its instant. Time passing
-# comes before them (BEFORE_EVENTS), but liveness ends after them (a broker is live through its
-# expiry instant): AFTER_EVENTS. A threshold scheduled while an AFTER_EVENTS one is crossed
-# inherits that phase: the change it waits on began after the events of its instant, so its
-# wait ends after the events of its own (a NAMESRV_DIVERGENCE begun by an expiry at E lasts
-# until after the events of E + 60 s). Among the thresholds of one instant, AFTER_EVENTS ones
-# go first when no event is stamped with it (liveness first). The phase is the second field of
-# each pending threshold, so it orders the heap.
-AFTER_EVENTS, BEFORE_EVENTS = 0, 1
+__all__ = ["ClusterEngine"]
 
 
 def _template_state(topics: dict[str, Config], held: dict[str, Any] | None = None) -> str:
@@ -122,11 +112,17 @@ class ClusterEngine:
         return self.meta.stream_time or 0
 
     def schedule(self, at: int, kind: str, key: str) -> None:
-        """A threshold at instant ``at``: of liveness, or scheduled while one of its phase is
-        crossed, after the events of its instant; any other before them."""
+        """A threshold at instant ``at``, in its phase (:data:`~streaming.engine.state.LIVENESS`
+        and the others): of liveness, after the events of its instant; scheduled while a
+        threshold after the events is crossed, after them and after the liveness of its
+        instant; any other before them."""
         self.meta.deadline_seq += 1
-        after = kind in LIVENESS_KINDS or self._crossing == AFTER_EVENTS
-        phase = AFTER_EVENTS if after else BEFORE_EVENTS
+        if kind in LIVENESS_KINDS:
+            phase = LIVENESS
+        elif self._crossing is not None and self._crossing != BEFORE_EVENTS:
+            phase = AFTER_LIVENESS
+        else:
+            phase = BEFORE_EVENTS
         heapq.heappush(self.meta.deadlines, (at, phase, self.meta.deadline_seq, kind, key))
 
     def next_deadline(self) -> int | None:
@@ -134,15 +130,16 @@ class ClusterEngine:
         return self.meta.deadlines[0][0] if self.meta.deadlines else None
 
     def advance(self, ts: int, *, through: bool = False) -> None:
-        """Let time pass to ``ts``: cross every threshold at or before it, in order, each at its
-        own instant — but one of the AFTER_EVENTS phase at ``ts`` waits for the events stamped
-        with ``ts``, unless ``through`` (no event at ``ts`` is still to come)."""
+        """Let time pass to ``ts``: cross every threshold at or before it, in order (instant, then
+        phase, then when it was scheduled), each at its own instant — but one after the events
+        at ``ts`` waits for the events stamped with ``ts``, unless ``through`` (no event at
+        ``ts`` is still to come)."""
         deadlines = self.meta.deadlines
         waiting: list[tuple[int, int, int, str, str]] = []
         while deadlines and deadlines[0][0] <= ts:
             item = heapq.heappop(deadlines)
             at, phase, _, kind, key = item
-            if at == ts and phase == AFTER_EVENTS and not through:
+            if at == ts and phase != BEFORE_EVENTS and not through:
                 waiting.append(item)
                 continue
             self.meta.stream_time = max(self.now, at)
@@ -228,12 +225,16 @@ class ClusterEngine:
             if reg.parts and any(p is None for p in reg.parts.values()) and not reg.amended:
                 reg.round_base = dict(self.tables.get(key) or {})
             reg.amended = True
-            changed = self._store_table(key, _configs(e), ts, replace=False, routed=was_live)
+            immediate = _configs(e)
+            for topic in immediate:
+                reg.named_at[topic] = ts
+            changed = self._store_table(key, immediate, ts, replace=False, routed=was_live)
         else:
             complete, table = self._full_table(key, reg, e)
             if complete:
                 reg.auto_create = e["auto_create_topic_enable"]
                 reg.default_q = e["default_topic_queue_nums"]
+                reg.full_at, reg.named_at = ts, {}
             if table is not None:
                 changed = self._store_table(key, table, ts, replace=True, routed=was_live)
             if complete:
@@ -255,6 +256,10 @@ class ClusterEngine:
             if reg.read_only != was_read_only:  # the expected brokers changed
                 for topic in sorted(set(self.meta.auto_topics) - set(changed)):
                     self.rules.topic_changed(topic, ts)
+            if complete or not e["full"]:  # the registration wrote counts
+                for topic in self._counts_apart(key, reg, None if complete else list(e["topics"])):
+                    if topic not in changed:
+                        self.rules.topic_changed(topic, ts)
         # (evidence for a known table, or whether the broker itself holds a routed topic)
         for topic in sorted((set(inferred) | stale_changed) - set(changed)):
             self.rules.topic_changed(topic, ts)
@@ -265,6 +270,35 @@ class ClusterEngine:
             self.rules.table_changed(key, ts)
         if changed or not was_live:  # only then can an open alert's topic evidence change
             self.rules.refresh_broker_evidence(ts)
+
+    def _counts_apart(self, key: RegKey, reg: Reg, named: list[str] | None) -> list[str]:
+        """The topics a live registration just wrote — its whole table (``named`` None: a
+        complete full registration), or those an immediate one named — that another
+        NameServer the broker is live on routes with other counts or perm: the cluster route
+        takes a broker's counts from the registration that wrote them last, now this one, so
+        they are judged again even where this NameServer's table did not change."""
+        _, broker, broker_id = key
+        regs = self.meta.regs
+        others = [
+            k for k, r in regs.items() if r.live and k[1:] == (broker, broker_id) and k != key
+        ]
+        if not others:
+            return []
+        if (
+            named is None
+            and reg.version is not None
+            and not reg.amended
+            and all(regs[k].version == reg.version and not regs[k].amended for k in others)
+        ):
+            return []  # (one data version on every NameServer: one table)
+        mine = self.tables.get(key) or {}
+        topics = mine if named is None else named
+        apart: set[str] = set()
+        for other in others:
+            theirs = self.tables.get(other) or {}
+            if theirs != mine:
+                apart.update(t for t in topics if t in theirs and theirs[t] != mine.get(t))
+        return sorted(apart)
 
     def knows_table(self, head: dict[str, Any]) -> bool:
         """Whether a full registration's table is the one its registration already holds (the
@@ -382,7 +416,7 @@ class ClusterEngine:
         if was_live:
             self._liveness_changed(key, ts)
         self._store_table(key, {}, ts, replace=True, routed=False)
-        reg.version, reg.amended, reg.template = None, False, "missing"
+        reg.version, reg.amended, reg.template, reg.named_at = None, False, "missing", {}
         reg.parts, reg.parts_version, reg.round_base = {}, None, None
         self.rules.broker_heard(key, ts, shutdown=True)
 

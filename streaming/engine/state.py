@@ -8,6 +8,7 @@ remember which entries changed, so that persistence costs follow what changed.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -18,6 +19,10 @@ from routewatch.changes import Config, RegKey, RouteChange
 from routewatch.rocketmq import BROKER_EXPIRY_MS
 
 __all__ = [
+    "AFTER_LIVENESS",
+    "BEFORE_EVENTS",
+    "LIVENESS",
+    "LIVENESS_KINDS",
     "Config",
     "Holder",
     "LazyMap",
@@ -30,6 +35,33 @@ __all__ = [
     "reg_id",
     "reg_key",
 ]
+
+
+# Thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
+# cluster (120 s after its last registration).
+LIVENESS_KINDS = frozenset({"expire", "linger"})
+
+# A threshold's phase: where it falls among the events stamped with its instant — "the same
+# instant" is the same millisecond and phase (docs/alerts.md, Time). Time passing comes before
+# the events (BEFORE_EVENTS); liveness ends after them (a broker is live through its expiry
+# instant: LIVENESS); a threshold scheduled while one of those two after-events phases is
+# crossed inherits the after-events side, behind liveness (AFTER_LIVENESS): the change it
+# waits on began after the events of its instant, so its wait ends after the events of its
+# own, and after the liveness expiries of that millisecond (a NAMESRV_DIVERGENCE begun by an
+# expiry at E lasts until after the events and the expiries of E + 60 s). The phase is the
+# second field of each pending threshold, so it orders the heap: in one millisecond, the
+# thresholds before its events, its events, its expiries, then what inherited their phase.
+BEFORE_EVENTS, LIVENESS, AFTER_LIVENESS = 1, 2, 3
+# the one after-events phase of states written before liveness went first among them
+_LEGACY_AFTER_EVENTS = 0
+
+
+def _phase(phase: int, kind: str) -> int:
+    """A pending threshold's phase as read from a state (a legacy after-events one split by
+    its kind)."""
+    if phase != _LEGACY_AFTER_EVENTS:
+        return phase
+    return LIVENESS if kind in LIVENESS_KINDS else AFTER_LIVENESS
 
 
 def reg_id(key: RegKey) -> str:
@@ -57,8 +89,11 @@ class Reg:
     last_hb: int
     live: bool = True
     shutdown: bool = False
+    # the broker's settings as of its latest complete full registration on this NameServer,
+    # and that registration's instant (a split one's last part)
     auto_create: bool | None = None
     default_q: int | None = None
+    full_at: int | None = None
     last_reg: int | None = None  # the latest registration that was not an unregistration
     lingers: bool = False  # unregistered, but its NameServer stays the cluster's (120 s)
     version: str | None = None  # data version of the table, as of the latest full registration
@@ -79,6 +114,21 @@ class Reg:
     round_base: dict[str, Config] | None = None
     # the registration's own expiry (the heartbeat's heartbeat_timeout_ms), None: 120 s
     timeout_ms: int | None = None
+    # topics named by immediate registrations since the latest complete full one -> the
+    # instant of the latest that named each (what wrote its counts: written_at)
+    named_at: dict[str, int] = field(default_factory=dict)
+
+    def written_at(self, topic: str) -> int:
+        """The instant of the registration that wrote ``topic``'s counts in this table: an
+        immediate registration naming it since the latest complete full registration, else
+        that full registration (a state written before either was kept: its latest
+        registration)."""
+        at = self.named_at.get(topic)
+        if at is not None:
+            return at
+        if self.full_at is not None:
+            return self.full_at
+        return self.last_reg if self.last_reg is not None else self.last_hb
 
     @property
     def expiry_ms(self) -> int:
@@ -93,6 +143,7 @@ class Reg:
             "shutdown": self.shutdown,
             "auto_create": self.auto_create,
             "default_q": self.default_q,
+            "full_at": self.full_at,
             "last_reg": self.last_reg,
             "lingers": self.lingers,
             "version": self.version,
@@ -107,11 +158,14 @@ class Reg:
             "parts": {str(i): _table_out(p) for i, p in self.parts.items()},
             "round_base": _table_out(self.round_base),
             "timeout_ms": self.timeout_ms,
+            "named_at": self.named_at,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Reg:
         parts = {int(i): _table_in(p) for i, p in d["parts"].items()}
+        if "full_at" not in d:  # a state written before it was kept: its latest registration
+            d = {**d, "full_at": d["last_reg"] if d["auto_create"] is not None else None}
         return cls(**{**d, "parts": parts, "round_base": _table_in(d["round_base"])})
 
 
@@ -200,7 +254,7 @@ class Meta:
     # clients whose latest pull said they have no NameServer address -> that pull's ts
     no_namesrv_clients: dict[str, int] = field(default_factory=dict)
     diverged_since: dict[tuple[str, int], int] = field(default_factory=dict)
-    # pending thresholds, a heap of (instant, 0 for liveness else 1, sequence, kind, key)
+    # pending thresholds, a heap of (instant, phase, sequence, kind, key)
     deadlines: list[tuple[int, int, int, str, str]] = field(default_factory=list)
     deadline_seq: int = 0
     open_alerts: list[dict[str, Any]] = field(default_factory=list)
@@ -234,14 +288,21 @@ class Meta:
             active_topics=set(d["active_topics"]),
             no_namesrv_clients=_clients_at(d["no_namesrv_clients"], d["stream_time"]),
             diverged_since={(b, int(i)): int(t) for b, i, t in d["diverged_since"]},
-            deadlines=[
-                (int(a), int(p), int(q), str(k), str(e)) for a, p, q, k, e in d["deadlines"]
-            ],
+            deadlines=_deadlines_in(d["deadlines"]),
             deadline_seq=int(d["deadline_seq"]),
             open_alerts=d["open_alerts"],
             last_resolved={k: (int(t), int(s)) for k, (t, s) in d["last_resolved"].items()},
             observer=d.get("observer"),
         )
+
+
+def _deadlines_in(raw: list[list[Any]]) -> list[tuple[int, int, int, str, str]]:
+    """The pending thresholds as a heap again; a state written with one after-events phase has
+    its phases split (liveness, then what inherited it) and its heap rebuilt in that order."""
+    deadlines = [(int(a), _phase(int(p), str(k)), int(q), str(k), str(e)) for a, p, q, k, e in raw]
+    if any(int(p) == _LEGACY_AFTER_EVENTS for _, p, _, _, _ in raw):
+        heapq.heapify(deadlines)
+    return deadlines
 
 
 def _clients_at(raw: dict[str, Any] | list[str], stream_time: int | None) -> dict[str, int]:

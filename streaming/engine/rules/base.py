@@ -150,6 +150,21 @@ class ClusterFacts:
             if i == 0 and (r.live != ((ns, b, i) == flipped)) and not r.read_only
         }
 
+    def auto_create_by_broker(self) -> dict[tuple[str, int], bool | None]:
+        """Each broker (name, id) live in the cluster -> whether auto-creation is on, as its
+        latest complete full registration on any NameServer says (on a tie, the NameServer
+        whose address sorts last); None while it has none (a part of a split registration
+        whose other parts have not arrived is not one)."""
+        live = {(b, i) for (_, b, i), r in self.regs().items() if r.live}
+        latest: dict[tuple[str, int], tuple[tuple[int, str], bool | None]] = {}
+        for (ns, broker, broker_id), reg in self.regs().items():
+            if (broker, broker_id) not in live or reg.full_at is None:
+                continue
+            seen = latest.get((broker, broker_id))
+            if seen is None or (reg.full_at, ns) > seen[0]:
+                latest[(broker, broker_id)] = ((reg.full_at, ns), reg.auto_create)
+        return {b: latest[b][1] if b in latest else None for b in sorted(live)}
+
     def cluster_namesrvs(self) -> set[str]:
         """NameServers any broker of the cluster registered with in the last 120 s: those it is
         live on, and those it unregistered from since (they stay the cluster's for 120 s)."""

@@ -59,8 +59,7 @@ class NoRouteInfo(FailureRule):
         self.e.meta.last_resolved[key_json(key)] = (ts, seq)
 
     def _cause(self, e: dict[str, Any]) -> NoRouteCause:
-        regs = self.facts.regs()
-        live = [(k, r) for k, r in regs.items() if r.live]
+        live = any(r.live for r in self.facts.regs().values())
         said_at = self.e.meta.no_namesrv_clients.get(e["client_id"])
         if e["status"] == "NO_NAMESRV" or (
             said_at is not None and e["ts"] < said_at + CLIENT_FORGET_MS
@@ -74,9 +73,10 @@ class NoRouteInfo(FailureRule):
         key = e["default_topic"]
         if key != TBW102 and not self.e.live_holders(key) and reported_tbw102:
             return "CREATE_TOPIC_KEY_MISMATCH"
-        if all(r.auto_create is False for _, r in live):
+        says = self.facts.auto_create_by_broker().values()  # per live broker, not registration
+        if all(on is False for on in says):
             return "AUTO_CREATE_DISABLED"
-        if any(r.auto_create for _, r in live) and not reported_tbw102:
+        if any(says) and not reported_tbw102:
             return "TEMPLATE_MISSING"
         return "UNKNOWN"
 

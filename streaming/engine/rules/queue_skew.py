@@ -15,8 +15,10 @@ class QueueSkew(TopicRule):
 
     def judge(self, view: TopicView, at: int) -> None:
         """QUEUE_SKEW over the cluster route, per broker (name and id: a master and its slave
-        are two); where NameServers hold different counts for one broker, its most recent
-        registration decides."""
+        are two); where NameServers hold different counts for one broker, the registration
+        that wrote them last decides (a complete full registration, or an immediate one naming
+        the topic: not the NameServer heard from last, whose table may be an older one while a
+        split registration is still arriving)."""
         topic = view.topic
         key = self.facts.topic_key(self.kind, topic)
         configs = set(view.holders.values())
@@ -29,7 +31,7 @@ class QueueSkew(TopicRule):
         latest: dict[tuple[str, int], tuple[tuple[int, str], Any]] = {}
         for (ns, broker, broker_id), config in view.holders.items():
             reg = regs[(ns, broker, broker_id)]
-            when = (reg.last_reg if reg.last_reg is not None else reg.last_hb, ns)
+            when = (reg.written_at(topic), ns)
             seen = latest.get((broker, broker_id))
             if seen is None or when > seen[0]:
                 latest[(broker, broker_id)] = (when, config)

@@ -100,6 +100,30 @@ def test_causes_come_from_the_latest_complete_registration() -> None:
     assert _cause(run(t)) == "AUTO_CREATE_DISABLED"
 
 
+def test_a_brokers_cause_comes_from_its_complete_registration_on_another_namesrv() -> None:
+    """(tests/cases/cause-per-broker-split.jsonl) NS1 holds only the first part of a's split
+    registration, NS2 all of it: a's latest full registration says auto-creation is off."""
+    t = Trace()
+    t.hb(0, "a", {"L": 4}, auto=False, tbw=False, dv="v1", part=0, parts=2, ns=NS1)
+    t.hb(0, "a", {"L": 4}, auto=False, tbw=False, dv="v1", part=0, parts=2, ns=NS2)
+    t.hb(0.001, "a", {"O": 4}, auto=False, tbw=False, dv="v1", part=1, parts=2, ns=NS2)
+    t.send(5, "T", "NO_ROUTE_INFO")
+
+    assert _cause(run(t)) == "AUTO_CREATE_DISABLED"
+
+
+def test_a_brokers_latest_full_registration_decides_not_an_older_one_elsewhere() -> None:
+    """a said auto-creation on (and no TBW102) to both NameServers, then off to NS2 alone: its
+    latest full registration says off, so the cause is not TEMPLATE_MISSING."""
+    t = Trace()
+    t.hb(0, "a", auto=True, tbw=False, ns=NS1)
+    t.hb(0, "a", auto=True, tbw=False, ns=NS2)
+    t.hb(30, "a", auto=False, tbw=False, ns=NS2)
+    t.send(35, "T", "NO_ROUTE_INFO")
+
+    assert _cause(run(t)) == "AUTO_CREATE_DISABLED"
+
+
 # -- every cause, and both resolutions -------------------------------------------------------------
 
 

@@ -44,6 +44,38 @@ def test_a_stale_view_on_one_namesrv_hides_no_skew() -> None:
     assert skew == [("QUEUE_SKEW", "C", "T", 30.0, None)]
 
 
+def test_the_registration_that_wrote_a_brokers_counts_last_decides() -> None:
+    """b's immediate registration reaches NS2 alone with 16 queues; its next full registration
+    rewrites 8 on NS1, whose table does not change: b's counts are 8 again."""
+    t = Trace()
+    for ns in (NS1, NS2):
+        t.hb(0, "a", {"T": 8}, ns=ns)
+        t.hb(0, "b", {"T": 8}, ns=ns)
+    t.hb(10, "b", {"T": 16}, full=False, ns=NS2)
+    t.hb(30, "a", {"T": 8}, ns=NS1)
+    t.hb(30, "a", {"T": 8}, ns=NS2)
+    t.hb(30, "b", {"T": 8}, ns=NS1)
+
+    assert alerts(run(t)) == [("QUEUE_SKEW", "C", "T", 10.0, 30.0)]
+
+
+def test_an_older_table_on_the_namesrv_heard_last_does_not_decide() -> None:
+    """(tests/cases/skew-counts-from-writing-registration.jsonl, shortened) b comes back to
+    NS1, which still holds its table of 0 s, with the first part of a split registration: the
+    counts of b's immediate registration on NS2 at 125 s still decide until the split completes
+    with the same counts."""
+    t = Trace()
+    t.every(0, 120, 30, "a", topics={"T": 8}, ns=NS1)
+    t.every(0, 120, 30, "a", topics={"T": 8}, ns=NS2)
+    t.hb(0, "b", {"T": 8}, ns=NS1, dv="v0")  # b's last registration on NS1: off it at 120 s
+    t.every(0, 90, 30, "b", topics={"T": 8}, ns=NS2, dv="v0")
+    t.hb(125, "b", {"T": (1, 16, 6)}, full=False, ns=NS2, dv="v1")
+    t.hb(130, "b", {"F": 4}, ns=NS1, dv="v1", part=0, parts=2)
+    t.hb(130.001, "b", {"T": (1, 16, 6)}, ns=NS1, dv="v1", part=1, parts=2)
+
+    assert alerts(run(t)) == [("QUEUE_SKEW", "C", "T", 125.0, None)]
+
+
 # -- a shutdown empties the table -----------------------------------------------------------------
 
 

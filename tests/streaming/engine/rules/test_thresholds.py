@@ -158,9 +158,10 @@ def test_liveness_goes_first_when_thresholds_coincide() -> None:
 # -- thresholds scheduled while a liveness ends: they end after their instant's events too -------
 #
 # A broker's expiry at E is crossed after the events stamped with E; every threshold scheduled
-# while it is crossed inherits that phase (streaming/engine/cluster.py, AFTER_EVENTS), so the
-# wait it starts ends after the events of its own instant: NAMESRV_DIVERGENCE's 60 s, AT_RISK's
-# 5 s and the 7 days after which an idle auto-created topic is forgotten.
+# while it is crossed inherits that side (streaming/engine/state.py, AFTER_LIVENESS), so the
+# wait it starts ends after the events of its own instant, and after the expiries of that
+# millisecond: NAMESRV_DIVERGENCE's 60 s, AT_RISK's 5 s and the 7 days after which an idle
+# auto-created topic is forgotten (tests/cases/ holds the catalogue's cases of that order).
 
 
 def test_a_divergence_begun_by_an_expiry_waits_for_the_events_of_its_60th_second(
