@@ -30,10 +30,10 @@ class CollectSettings(EmitterSettings):
         default=10.0,
         gt=0,
         le=60,
-        description="Longest gap between two heartbeats written for a broker still listed by "
-        "a NameServer (the job expires one after 120 s). The job's clock moves only with events: "
-        "an alert's threshold (PARTIAL_COVERAGE's 60 s, an expiry) passes in the job up to this "
-        "long after it passed in the cluster, so keep it at the poll interval.",
+        description="Seconds between two heartbeats written for a broker still listed by a "
+        "NameServer, to the nearest poll (a poll that comes up to half a poll early renews; the "
+        "job expires a broker after 120 s). Rounds move the job's clock every poll; keep it at "
+        "the poll interval unless events cost more than they are worth.",
     )
     collect_start_timeout_s: float = Field(
         default=60.0,

@@ -31,7 +31,7 @@ from routewatch.rocketmq import (
     is_system_topic,
 )
 from streaming.engine.alerts import AlertBook
-from streaming.engine.observer import silent_after
+from streaming.engine.observer import behind_after, silent_after
 from streaming.engine.rules import CLIENT_FORGET_MS, FAILURE_QUIET_MS, Rules
 from streaming.engine.shards import HEAD_SHARD, owner_shard, shard_of
 from streaming.engine.state import (
@@ -456,8 +456,8 @@ class ClusterEngine:
             reg.expiry_due = last + reg.expiry_ms
             self.schedule(reg.expiry_due, "expire", key_json(key))
             return False
-        if self.observer_silent(at):
-            # nobody watched it then: judged when the observer is back (_gap_ended)
+        if self.unwatched(at):
+            # nobody looked late enough to renew it: judged at the observer's next look
             reg.expiry_deferred = True
             return False
         reg.live = False
@@ -466,10 +466,15 @@ class ClusterEngine:
 
     # -- the observer ---------------------------------------------------------------------------
 
-    def observer_silent(self, at: int) -> bool:
-        """Whether the cluster's observer (its collector) has been silent too long at ``at``."""
+    def unwatched(self, at: int) -> bool:
+        """Whether the cluster's observer (its collector) is not watching at ``at``: it has
+        looked (reached a NameServer) at no round since more than one and a half of its
+        intervals — silent, blind, or late."""
         obs = self.meta.observer
-        return obs is not None and at >= obs["last"] + silent_after(obs["interval_ms"])
+        if obs is None:
+            return False
+        last_look = obs.get("last_look", obs["last"])
+        return last_look is None or at > last_look + behind_after(obs["interval_ms"])
 
     def went_silent(self, at: int) -> bool:
         """The threshold of the observer's silence: whether it went silent at ``at`` (no round
@@ -483,30 +488,41 @@ class ClusterEngine:
         return True
 
     def _collector_round(self, e: dict[str, Any], ts: int) -> None:
-        """One round of the cluster's collector: it watches; a gap before it ends."""
-        obs = self.meta.observer
-        if obs is not None and obs["silent_since"] is not None:
-            self._gap_ended(obs, ts)
-        before = (obs or {}).get("unreachable") or {}
-        unreachable = {
-            ns: r["unreachable_since"] if r["unreachable_since"] is not None else ts
-            for ns, r in sorted(e["namesrvs"].items())
-            if not r["reached"]
-        }
+        """One round of the cluster's collector: it watches. A NameServer it did not reach is
+        unreachable since the earliest of the present run of rounds that did not reach it
+        (across collectors: a restarted one counts from its own start). A round that reached
+        one is a look: the expiries deferred while nobody looked are judged, and a gap ends."""
+        before = self.meta.observer
+        was_unreachable = (before or {}).get("unreachable") or {}
+        unreachable = {}
+        for ns, r in sorted(e["namesrvs"].items()):
+            if r["reached"]:
+                continue
+            since = r["unreachable_since"] if r["unreachable_since"] is not None else ts
+            unreachable[ns] = min(since, was_unreachable.get(ns, since))
+        look = len(unreachable) < len(e["namesrvs"])
+        last_look = ts if look else (before or {}).get("last_look")
         obs = self.meta.observer = {
             "collector": e["collector"],
             "last": ts,
             "interval_ms": e["interval_ms"],
             "silent_since": None,
             "unreachable": unreachable,
+            "last_look": last_look,
         }
         self.schedule(ts + silent_after(e["interval_ms"]), "collector_silent", "")
-        self.rules.namesrvs_reached(obs, ts, changed=unreachable.keys() != before.keys())
+        if look and before is not None:
+            self._looked((before.get("last_look", before["last"]), ts))
+        if before is not None and before["silent_since"] is not None:
+            self.rules.observer_back(before, ts)
+        changed = unreachable.keys() != was_unreachable.keys()
+        self.rules.namesrvs_reached(obs, ts, changed=changed)
 
-    def _gap_ended(self, obs: dict[str, Any], ts: int) -> None:
-        """The observer's first round after a gap: a registration it renewed this round was live
-        throughout; one whose expiry fell in the gap and that it did not renew expired at the
-        end of the gap."""
+    def _looked(self, gap: tuple[int | None, int]) -> None:
+        """The observer looked at ``gap[1]``: a registration whose expiry was deferred (it fell
+        while nobody looked) and that this round's heartbeats renewed was live throughout; one
+        they did not renew expired now, in the gap since the observer's last look."""
+        ts = gap[1]
         expired: list[RegKey] = []
         for key, reg in sorted(self.meta.regs.items()):
             if not reg.expiry_deferred:
@@ -517,12 +533,11 @@ class ClusterEngine:
                 reg.live = False
                 self._liveness_changed(key, ts)
                 expired.append(key)
-        gap = (obs["silent_since"], ts)
+        since = gap[0] if gap[0] is not None else ts
         for broker, broker_id in sorted({(b, i) for _, b, i in expired}):
-            self.rules.broker_expired(broker, broker_id, ts, gap=gap)
+            self.rules.broker_expired(broker, broker_id, ts, gap=(since, ts))
         if expired:
             self.rules.refresh_broker_evidence(ts)
-        self.rules.observer_back(obs, ts)
 
     def _route_pull(self, e: dict[str, Any], ts: int) -> None:
         client, topic, ok = e["client_id"], e["topic"], e["result"] == "SUCCESS"

@@ -38,8 +38,10 @@ __all__ = [
 
 
 # Thresholds of liveness: a registration expiring, an unregistered NameServer leaving its
-# cluster (120 s after its last registration).
-LIVENESS_KINDS = frozenset({"expire", "linger"})
+# cluster (120 s after its last registration), the cluster's collector falling silent.
+# The cluster's collector's silence is its liveness: it watches through its last round's
+# threshold instant, as a broker is live through its expiry instant.
+LIVENESS_KINDS = frozenset({"expire", "linger", "collector_silent"})
 
 # A threshold's phase: where it falls among the events stamped with its instant — "the same
 # instant" is the same millisecond and phase (docs/alerts.md, Time). Time passing comes before
@@ -261,7 +263,9 @@ class Meta:
     # NO_ROUTE_INFO keys -> where their last resolution falls in (ts, seq) order (Rules)
     last_resolved: dict[str, tuple[int, int]] = field(default_factory=dict)
     # the cluster's observer (routewatch collect), from its rounds: collector, last (its last
-    # round's ts), interval_ms, silent_since (the last round before a gap, while in one)
+    # round's ts), interval_ms, silent_since (the last round before a gap, while in one),
+    # unreachable (NameServer -> since when no round has reached it), last_look (the ts of its
+    # last round that reached a NameServer; absent from states written before it was kept)
     observer: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -35,7 +35,7 @@ class BrokerExpired(Rule):
         self, broker: str, broker_id: int, at: int, *, gap: tuple[int, int] | None = None
     ) -> None:
         """BROKER_EXPIRED, if the broker is live on no NameServer now; ``gap``: it expired in a
-        gap of its cluster's observer (from its last round to its first round after), found at
+        gap of its cluster's observer (from its last look to its first look after), found at
         the gap's end."""
         regs = self.facts.regs()
         mine = {k: r for k, r in regs.items() if (k[1], k[2]) == (broker, broker_id)}
@@ -66,8 +66,9 @@ class BrokerExpired(Rule):
             evidence["expired_in_collector_gap"] = {"from": gap[0], "to": gap[1]}
             summary = (
                 f"Broker {broker} (id {broker_id}) was registered on no NameServer when the "
-                f"collector came back after a gap (silent since {iso(gap[0])}): it expired in "
-                f"that gap; {len(orphaned)} topic(s) it held have no route left."
+                f"collector looked again after a gap (its last look before was at "
+                f"{iso(gap[0])}): it expired in that gap; {len(orphaned)} topic(s) it held have "
+                "no route left."
             )
         self.e.book.raise_or_update(
             key,

@@ -23,16 +23,19 @@ class NamesrvUnreachable(Rule):
     reads = frozenset({"observer"})
 
     def on_namesrvs_reached(self, obs: dict[str, Any], at: int, *, changed: bool) -> None:
-        """A round's reach: says which NameServers have been unreachable for 30 s."""
+        """A round's reach: opens once a NameServer has not been reached for 30 s (at the first
+        round that says so); once open, names every NameServer the round did not reach, and
+        resolves only at a round that reached them all."""
         key = self.facts.cluster_key(self.kind)
-        long = {
-            ns: since for ns, since in obs["unreachable"].items() if at - since >= UNREACHABLE_MS
-        }
-        if not long:
+        unreachable: dict[str, int] = obs["unreachable"]
+        is_open = self.e.book.get(key) is not None
+        if not unreachable or not (
+            is_open or any(at - since >= UNREACHABLE_MS for since in unreachable.values())
+        ):
             self.e.book.resolve(key, at)
             return
-        names = ", ".join(f"{ns} (since {iso(since)})" for ns, since in sorted(long.items()))
-        one = len(long) == 1
+        names = ", ".join(f"{ns} (since {iso(since)})" for ns, since in sorted(unreachable.items()))
+        one = len(unreachable) == 1
         self.e.book.raise_or_update(
             key,
             at,
@@ -43,7 +46,7 @@ class NamesrvUnreachable(Rule):
             f"{'it' if one else 'them'}.",
             evidence={
                 "collector": obs["collector"],
-                "unreachable_since": dict(sorted(long.items())),
+                "unreachable_since": dict(sorted(unreachable.items())),
             },
             remedy=REMEDY,
         )

@@ -50,12 +50,24 @@ def test_one_heartbeat_per_namesrv_listing_the_broker_and_valid_by_the_contract(
 
 
 def test_nothing_new_is_written_until_the_liveness_needs_renewing() -> None:
-    d = Deriver(30, source="t")
+    """Heartbeats every 30 s, polls every 10 s: the polls at 10 and 20 s write nothing; the one
+    at 30 s renews, also when it comes a few milliseconds early."""
+    d = Deriver(30, source="t", poll_interval_s=10)
     d.derive(snap(0, {NS1: V1}, T1))
     assert d.derive(snap(10_000, {NS1: V1})) == []
-    assert d.derive(snap(29_999, {NS1: V1})) == []
-    (renewal,) = d.derive(snap(30_000, {NS1: V1}))
-    assert renewal.data_version == "1000-1" and renewal.ts == 30_000
+    assert d.derive(snap(19_995, {NS1: V1})) == []
+    (renewal,) = d.derive(snap(29_995, {NS1: V1}))
+    assert renewal.data_version == "1000-1" and renewal.ts == 29_995
+
+
+def test_a_poll_a_little_early_still_renews_at_the_heartbeat_interval() -> None:
+    """The default, heartbeats at the poll interval (10 s): a poll that comes a few milliseconds
+    before the 10 s renews, so a broker's heartbeats are never 20 s apart (seen on a real 4.9.8
+    cluster before 2026-12-07)."""
+    d = Deriver(10, source="t", poll_interval_s=10)
+    d.derive(snap(0, {NS1: V1}, T1))
+    written = [d.derive(snap(ts, {NS1: V1})) for ts in (9_995, 19_990, 30_002, 39_997)]
+    assert [[e.ts for e in w] for w in written] == [[9_995], [19_990], [30_002], [39_997]]
 
 
 def test_a_broker_with_its_own_timeout_is_renewed_within_half_of_it() -> None:
@@ -65,13 +77,13 @@ def test_a_broker_with_its_own_timeout_is_renewed_within_half_of_it() -> None:
     (first,) = d.derive(snap(0, {NS1: V1}, T1, timeout_ms=10_000))
     assert first.heartbeat_timeout_ms == 10_000
     assert validate(orjson.loads(encode(first))) is None
-    assert d.derive(snap(4_999, {NS1: V1}, timeout_ms=10_000)) == []
-    (renewal,) = d.derive(snap(5_000, {NS1: V1}, timeout_ms=10_000))
+    assert d.derive(snap(4_499, {NS1: V1}, timeout_ms=10_000)) == []
+    (renewal,) = d.derive(snap(4_500, {NS1: V1}, timeout_ms=10_000))  # (half a poll early)
     assert renewal.heartbeat_timeout_ms == 10_000
     # without it, 120 s: the field is absent, the interval is the heartbeat interval
     (back,) = d.derive(snap(6_000, {NS1: V1}))
     assert back.heartbeat_timeout_ms is None
-    assert d.derive(snap(35_999, {NS1: V1})) == []
+    assert d.derive(snap(35_499, {NS1: V1})) == []
 
 
 def test_a_timeout_shorter_than_two_polls_is_written_as_two_polls() -> None:
@@ -89,12 +101,12 @@ def test_a_timeout_shorter_than_two_polls_is_written_as_two_polls() -> None:
 
 
 def test_a_long_own_timeout_is_renewed_before_two_polls_are_left_of_it() -> None:
-    """30 s of its own, polls every 10 s: renewed once 10 s old — at the latest about two polls
-    later, still inside the 30 s."""
+    """30 s of its own, polls every 10 s: renewed once 10 s old, give or take half a poll —
+    at the latest about two polls later, still inside the 30 s."""
     d = Deriver(30, source="t", poll_interval_s=10)
     d.derive(snap(0, {NS1: V1}, T1, timeout_ms=30_000))
-    assert d.derive(snap(9_990, {NS1: V1}, timeout_ms=30_000)) == []
-    (renewal,) = d.derive(snap(19_995, {NS1: V1}, timeout_ms=30_000))
+    assert d.derive(snap(4_990, {NS1: V1}, timeout_ms=30_000)) == []
+    (renewal,) = d.derive(snap(9_990, {NS1: V1}, timeout_ms=30_000))
     assert renewal.heartbeat_timeout_ms == 30_000
 
 

@@ -98,13 +98,14 @@ class Trace:
         namesrvs: tuple[str, ...] = (NS1,),
         interval_s: float = 10,
         cluster: str = "C",
+        collector: str = "collect-t",
     ) -> None:
         """A round of the cluster's collector: it reached ``namesrvs`` but those in
         ``unreached`` (NameServer -> since, in seconds)."""
         unreached = unreached or {}
         body = {
             "type": "collector_round",
-            "collector": "collect-t",
+            "collector": collector,
             "interval_ms": round(interval_s * 1000),
             "namesrvs": {
                 ns: {

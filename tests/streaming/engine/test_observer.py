@@ -18,7 +18,7 @@ def test_a_broker_gone_when_the_collector_is_back_expired_at_the_end_of_the_gap(
     (expired,) = final(r, "BROKER_EXPIRED")
     assert expired["evidence"]["expired_in_collector_gap"] == {"from": ms(60.5), "to": ms(210.5)}
     assert expired["evidence"]["last_heartbeat"] == ms(60)
-    assert "came back after a gap" in expired["summary"]
+    assert "looked again after a gap" in expired["summary"]
 
 
 def test_a_broker_killed_while_the_collector_runs_expires_on_time() -> None:
@@ -52,3 +52,76 @@ def test_a_broker_on_one_of_two_reachable_namesrvs_still_diverges() -> None:
         t.round(s + 0.5, namesrvs=(NS1, NS2))
     r = run(t)
     assert alerts(r) == [("NAMESRV_DIVERGENCE", "C", "b/0", 60.0, None)]
+
+
+def _short_timeout(until: float, *, polls: dict[float, float | None] | None = None) -> Trace:
+    """Broker a with its own 20 s timeout (as the collector writes a slave-acting-master
+    broker's 10 s at 10 s polls) and b with 120 s, renewed at every poll through ``until``; a
+    poll in ``polls`` comes at the time given instead (None: not at all)."""
+    t = Trace()
+    s = 0.0
+    while s <= until:
+        at = (polls or {}).get(s, s)
+        if at is not None:
+            t.hb(at, "a", {"T": 4}, timeout_s=20)
+            t.hb(at, "b", {"T": 4})
+            t.round(at + 0.5)
+        s += 10
+    return t
+
+
+def test_a_short_timeout_runs_out_in_the_collectors_stall_and_the_broker_is_not_expired() -> None:
+    """The collector stalls after its round at 60.5 s: a's 20 s run out at 80 s, before the
+    collector counts as silent (90.5 s), while nobody looked. The expiry waits for the
+    collector's next look, which renews it (before 2026-12-07: BROKER_EXPIRED at 80 s)."""
+    t = _short_timeout(60)
+    collector_back(t, 210, ("a", "b"))
+
+    assert alerts(run(t)) == [("COLLECTOR_SILENT", "C", "None/None", 90.5, 210.5)]
+
+
+def test_a_round_late_by_an_interval_still_renews_a_short_timeout_in_time() -> None:
+    """The poll due at 70 s comes at 80.4 s (and the one of 80 s with it): a's timeout ran out
+    at 80 s, 19.5 s after the collector's last look (more than one and a half of its
+    intervals): judged at that poll's round, whose heartbeats renewed it — nothing opens
+    (before 2026-12-07: BROKER_EXPIRED at 80 s, resolved at 80.4 s)."""
+    t = _short_timeout(100, polls={70.0: 80.4, 80.0: None})
+
+    assert alerts(run(t)) == []
+
+
+def test_a_short_timeout_broker_gone_while_the_collector_looks_expires_on_time() -> None:
+    t = Trace()
+    for i in range(12):
+        s = i * 10.0
+        if s <= 40:
+            t.hb(s, "a", {"T": 4}, timeout_s=20)
+        t.hb(s, "b", {"T": 4})
+        t.round(s + 0.5)
+
+    assert alerts(run(t)) == [("BROKER_EXPIRED", "C", "a/0", 60.0, None)]
+
+
+def test_a_collector_that_reaches_no_namesrv_expires_no_broker_until_it_looks_again() -> None:
+    """From 40 s the collector reaches no NameServer (it writes no heartbeat): its rounds are no
+    looks, so the brokers' expiries at 150 s wait; NAMESRV_UNREACHABLE says why. At 200 s it
+    reaches NS1 again and finds a alone: b expired then, in that gap."""
+    t = Trace()
+    for i in range(25):
+        s = i * 10.0
+        if s < 40 or s >= 200:
+            t.hb(s, "a", {"T": 4})
+            if s < 40:
+                t.hb(s, "b", {"T": 4})
+            t.round(s + 0.5)
+        else:
+            t.round(s + 0.5, unreached={NS1: 40.5})
+
+    r = run(t)
+
+    assert alerts(r) == [
+        ("NAMESRV_UNREACHABLE", "C", "None/None", 70.5, 200.5),
+        ("BROKER_EXPIRED", "C", "b/0", 200.5, None),
+    ]
+    (expired,) = final(r, "BROKER_EXPIRED")
+    assert expired["evidence"]["expired_in_collector_gap"] == {"from": ms(30.5), "to": ms(200.5)}

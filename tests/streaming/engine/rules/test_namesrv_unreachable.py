@@ -77,3 +77,50 @@ def test_the_alert_in_full_opened_30_s_after_the_namesrv_was_lost_and_resolved_w
 
 def test_a_namesrv_unreached_for_less_than_30_s_raises_none() -> None:
     assert alerts(run(_two_namesrvs(60, ns2_lost_at=40, rounds=True))) == []
+
+
+NS3 = "10.0.0.102:9876"
+
+
+def test_a_collector_restarted_while_a_namesrv_is_down_keeps_the_alert_open() -> None:
+    """The restarted collector counts NS2's failures from its own start; routewatch keeps the
+    earlier since (no round reached NS2 in between): one alert, not one resolved at the restart
+    and another 30 s later (before 2026-12-07)."""
+    t = _two_namesrvs(100, ns2_lost_at=40, rounds=True)  # opened at 70.5
+    for s in (110.0, 120.0, 130.0, 140.0, 150.0):  # a new collector, started at 110 s
+        t.hb(s, "a", {"T": 4}, ns=NS1)
+        t.round(s + 0.5, namesrvs=(NS1, NS2), unreached={NS2: 110.5}, collector="collect-u")
+    t.hb(160, "a", {"T": 4}, ns=NS1)
+    t.hb(160, "a", {"T": 4}, ns=NS2)
+    t.round(160.5, namesrvs=(NS1, NS2), collector="collect-u")
+
+    r = run(t)
+
+    assert alerts(r) == [("NAMESRV_UNREACHABLE", "C", "None/None", 70.5, 160.5)]
+    (alert,) = final(r, "NAMESRV_UNREACHABLE")
+    assert alert["evidence"] == {"collector": "collect-u", "unreachable_since": {NS2: ms(40)}}
+
+
+def test_the_alert_stays_open_while_any_namesrv_is_unreached() -> None:
+    """NS2 unreached from 40 s, NS3 from 80 s; NS2 is back at 90 s while NS3 has been unreached
+    for 10 s: the alert names NS3 and stays open until a round reaches every NameServer."""
+    t = Trace()
+    for i in range(15):
+        s = i * 10.0
+        t.hb(s, "a", {"T": 4}, ns=NS1)
+        unreached = {}
+        if 40 <= s < 90:
+            unreached[NS2] = 40.0
+        if 80 <= s < 130:
+            unreached[NS3] = 80.0
+        t.round(s + 0.5, namesrvs=(NS1, NS2, NS3), unreached=unreached)
+
+    r = run(t)
+
+    assert alerts(r) == [("NAMESRV_UNREACHABLE", "C", "None/None", 70.5, 130.5)]
+    assert [(state, at) for state, at, _, _ in versions(r, "NAMESRV_UNREACHABLE")] == [
+        ("open", 70.5),
+        ("open", 80.5),  # NS3 too
+        ("open", 90.5),  # NS3 alone
+        ("resolved", 130.5),
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.streaming.engine.events import NS1, Trace, ms
+from tests.streaming.engine.events import NS1, NS2, Trace, ms
 from tests.streaming.engine.rules.support import (
     _auto_created_on_a_of_a_and_b,
     _s,
@@ -301,3 +301,28 @@ def test_topics_created_by_hand_and_system_topics_raise_no_coverage_alert(
     t.send(3, "%RETRY%pg", broker="a", auto_created=True)  # a system topic, on a only
 
     assert final(run(t, batch_size=batch_size)) == []
+
+
+def test_a_master_routed_writable_by_one_namesrv_holds_the_topic_writable() -> None:
+    """A write-permission wipe that reached NS2 alone routes b's topics read-only there (at a
+    later registration than NS1's): producers that ask NS1 still send to b, so b holds T
+    writable (any NameServer that routes it writable decides, unlike the queue counts) and is
+    expected (read-only only where every NameServer routes it so): T is on 2 of 2."""
+    t = Trace()
+    for ns in (NS1, NS2):
+        t.hb(0, "a", ns=ns)
+        t.hb(0, "b", {"b": (1, 1, 6)}, ns=ns)
+    t.pull(0.5, "T", ["a", "b"], via_default=True)
+    t.send(1, "T", broker="a", auto_created=True)
+    t.send(2, "T", broker="b", auto_created=True)
+    for ns in (NS1, NS2):
+        t.hb(1, "a", {"T": 4}, full=False, ns=ns)
+        t.hb(2, "b", {"T": 4}, full=False, ns=ns)
+    t.pull(3, "T", ["a", "b"])
+    t.hb(10, "b", {"b": (1, 1, 6), "T": 4}, ns=NS1)
+    t.hb(20, "b", {"b": (1, 1, 4), "T": (4, 4, 4)}, ns=NS2)  # wiped on NS2
+    for ns in (NS1, NS2):
+        t.hb(30, "a", {"T": 4}, ns=ns)
+    t.hb(70, "a", {"T": 4}, ns=NS1)  # past T's 60 s of settling
+
+    assert alerts(run(t)) == []
