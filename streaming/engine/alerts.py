@@ -7,18 +7,34 @@ the batching. ``detected_at`` (wall clock) is set by the store when it first wri
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import orjson
 
 from routewatch.alerts import Alert, AlertKey, NoRouteCause, Severity, alert_id
 
-__all__ = ["AlertBook"]
+__all__ = ["OPENED_WITH", "AlertBook", "Ending"]
+
+# the key of a resolved alert's evidence that holds its evidence as it opened
+OPENED_WITH = "opened_with"
+
+
+class Ending(NamedTuple):
+    """How an alert ended: its summary, in the past tense, and its evidence as it stands at
+    the resolution (the book adds the evidence it opened with, under :data:`OPENED_WITH`)."""
+
+    summary: str
+    evidence: dict[str, Any]
 
 
 class AlertBook:
-    """The open alerts of one cluster and the changes made."""
+    """The open alerts of one cluster, the evidence each opened with (by id), and the changes
+    made."""
 
-    def __init__(self) -> None:
+    def __init__(self, opened_with: dict[str, dict[str, Any]] | None = None) -> None:
         self.open: dict[AlertKey, Alert] = {}
+        self.opened_with: dict[str, dict[str, Any]] = opened_with or {}
         self.changes: list[Alert] = []
 
     def get(self, key: AlertKey) -> Alert | None:
@@ -58,6 +74,7 @@ class AlertBook:
                 remedy=remedy,
             )
             self.open[key] = alert
+            self.opened_with[alert.id] = orjson.loads(orjson.dumps(evidence))
             self.changes.append(_copy(alert))
             return alert
         if (current.severity, current.cause, current.evidence) != (severity, cause, evidence):
@@ -66,14 +83,24 @@ class AlertBook:
             self.changes.append(_copy(current))
         return current
 
-    def resolve(self, key: AlertKey, at: int, evidence: dict[str, Any] | None = None) -> None:
+    def resolve(self, key: AlertKey, at: int, ending: Callable[[Alert], Ending]) -> None:
+        """Resolve the open alert of ``key`` at ``at``, if there is one, as ``ending`` says from
+        it: its past-tense summary and its evidence at the resolution, with the evidence it
+        opened with under :data:`OPENED_WITH` (an alert opened before that was kept: the
+        evidence it last had). ``ending`` is called only for an open alert."""
         alert = self.open.pop(key, None)
         if alert is None:
             return
+        summary, evidence = ending(alert)
+        opened = self.opened_with.pop(alert.id, None) or alert.evidence
         alert.state, alert.resolved_at, alert.updated_at = "resolved", at, at
-        if evidence is not None:
-            alert.evidence = {**alert.evidence, **evidence}
+        alert.summary, alert.evidence = summary, {**evidence, OPENED_WITH: opened}
         self.changes.append(_copy(alert))
+
+    def opening(self, alert: Alert) -> dict[str, Any]:
+        """The evidence an open alert opened with (one opened before that was kept: its
+        evidence now)."""
+        return self.opened_with.get(alert.id) or alert.evidence
 
     def take_changes(self) -> list[Alert]:
         changes, self.changes = self.changes, []

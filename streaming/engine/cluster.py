@@ -98,7 +98,7 @@ class ClusterEngine:
         self.tables = tables or LazyMap()
         self.routes = routes or LazyMap()
         self.topics = topics or LazyMap()
-        self.book = AlertBook()
+        self.book = AlertBook(self.meta.opened_with)
         self.book.open = {a.key: a for a in map(Alert.from_dict, self.meta.open_alerts)}
         self.out = Outputs()
         self.rules = Rules(self)
@@ -615,6 +615,7 @@ class ClusterEngine:
                 self.meta.active_topics.discard(topic)
                 self.meta.auto_topics.discard(topic)
         self.meta.open_alerts = [a.to_dict() for a in self.book.open.values()]
+        self.meta.opened_with = self.book.opened_with
         horizon = self.now - FAILURE_QUIET_MS
         self.meta.last_resolved = {
             k: v for k, v in self.meta.last_resolved.items() if v[0] >= horizon

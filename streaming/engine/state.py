@@ -260,6 +260,8 @@ class Meta:
     deadlines: list[tuple[int, int, int, str, str]] = field(default_factory=list)
     deadline_seq: int = 0
     open_alerts: list[dict[str, Any]] = field(default_factory=list)
+    # the evidence each open alert opened with, by id (kept for its resolution)
+    opened_with: dict[str, dict[str, Any]] = field(default_factory=dict)
     # NO_ROUTE_INFO keys -> where their last resolution falls in (ts, seq) order (Rules)
     last_resolved: dict[str, tuple[int, int]] = field(default_factory=dict)
     # the cluster's observer (routewatch collect), from its rounds: collector, last (its last
@@ -279,6 +281,7 @@ class Meta:
             "deadlines": [list(d) for d in self.deadlines],
             "deadline_seq": self.deadline_seq,
             "open_alerts": self.open_alerts,
+            "opened_with": self.opened_with,
             "last_resolved": {k: list(v) for k, v in self.last_resolved.items()},
             "observer": self.observer,
         }
@@ -295,6 +298,7 @@ class Meta:
             deadlines=_deadlines_in(d["deadlines"]),
             deadline_seq=int(d["deadline_seq"]),
             open_alerts=d["open_alerts"],
+            opened_with=d.get("opened_with") or {},  # (absent from states before it was kept)
             last_resolved={k: (int(t), int(s)) for k, (t, s) in d["last_resolved"].items()},
             observer=d.get("observer"),
         )

@@ -124,7 +124,7 @@ def _broker_expired_watched(obs: Observed, alerts: list[Alert]) -> list[str]:
         at = a.opened_at
         expiry = _expiry(obs, key, at)
         rounds = obs.rounds.get(a.cluster, [])
-        gap = a.evidence.get("expired_in_collector_gap")
+        gap = a.evidence.get("opened_with", a.evidence).get("expired_in_collector_gap")
         if not rounds or rounds[0].ts > at:  # not watched (yet)
             if gap is not None or expiry != at:
                 out.append(f"{a.id}: unwatched, opened at {at}, expiry {expiry}, gap {gap}")

@@ -3,11 +3,49 @@ at its next route refresh the topic collapses to those."""
 
 from __future__ import annotations
 
-from streaming.engine.rules.base import REFRESH_MS, TopicRule, TopicView, iso
+from typing import Any
 
-__all__ = ["AT_RISK_MS", "AtRisk"]
+from routewatch.alerts import Alert
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.base import REFRESH_MS, TopicRule, TopicView, iso
+from streaming.engine.state import Holder
+
+__all__ = ["AT_RISK_MS", "AtRisk", "replaced"]
 
 AT_RISK_MS = 5_000
+
+
+def _was(alert: Alert, e: dict[str, Any]) -> str:
+    """What a resolved AT_RISK was, from the evidence it opened with."""
+    m = max((len(p["template_brokers"]) for p in e["producers"]), default=0)
+    k = len(e["brokers_with_topic"])
+    return (
+        f"Topic {alert.topic} was on {k} of the {m} brokers its producers' template route "
+        f"covered from {iso(alert.opened_at)}"
+    )
+
+
+def _producers(short: dict[str, Holder], holding: set[str]) -> list[dict[str, Any]]:
+    """The producers whose template route covers brokers without the topic, as evidence."""
+    return [
+        {
+            "client_id": c,
+            "template_brokers": sorted(set(h.brokers)),
+            "brokers_with_topic": sorted(set(h.brokers) & holding),
+            "template_route_since": h.since,
+            "next_refresh_by": h.last_pull + REFRESH_MS,
+        }
+        for c, h in sorted(short.items())
+    ]
+
+
+def replaced(alert: Alert, opening: dict[str, Any], at: int) -> Ending:
+    """AT_RISK ended by PARTIAL_COVERAGE opening for its topic (the condition may still hold:
+    its start is kept, and the evidence is the last, still the state)."""
+    return Ending(
+        f"{_was(alert, opening)}; PARTIAL_COVERAGE took over at {iso(at)}.",
+        {**alert.evidence, "resolution": "partial coverage opened"},
+    )
 
 
 class AtRisk(TopicRule):
@@ -32,8 +70,12 @@ class AtRisk(TopicRule):
         pc_open = self.e.book.get(self.facts.topic_key("PARTIAL_COVERAGE", topic)) is not None
         is_open = self.e.book.get(key) is not None and not pc_open
         holds = bool(short) and bool(risky or is_open)
-        if not holds or pc_open:
-            self.e.book.resolve(key, at)
+        if pc_open:
+            self.e.book.resolve(
+                key, at, lambda alert: replaced(alert, self.e.book.opening(alert), at)
+            )
+        elif not holds:
+            self.e.book.resolve(key, at, lambda alert: self._ended(alert, view, short, at))
         if not holds:
             if state.at_risk_since is not None:
                 state.at_risk_since = None
@@ -45,16 +87,7 @@ class AtRisk(TopicRule):
             self.e.schedule(at + AT_RISK_MS, "at_risk", topic)
         if pc_open or (not is_open and at < state.at_risk_since + AT_RISK_MS):
             return
-        producers = [
-            {
-                "client_id": c,
-                "template_brokers": sorted(set(h.brokers)),
-                "brokers_with_topic": sorted(set(h.brokers) & holding),
-                "template_route_since": h.since,
-                "next_refresh_by": h.last_pull + REFRESH_MS,
-            }
-            for c, h in sorted(short.items())
-        ]
+        producers = _producers(short, holding)
         refresh_by = max(h.last_pull + REFRESH_MS for h in short.values())
         m = max(len(set(h.brokers)) for h in short.values())
         k = min(len(set(h.brokers) & holding) for h in short.values())
@@ -83,4 +116,21 @@ class AtRisk(TopicRule):
                 "condition_since": state.at_risk_since,
             },
             remedy=self.facts.create_everywhere(topic, queues),
+        )
+
+    def _ended(self, alert: Alert, view: TopicView, short: dict[str, Holder], at: int) -> Ending:
+        """Resolved without PARTIAL_COVERAGE: every producer's template brokers hold the topic,
+        or no producer holds a template route any more."""
+        if view.state is not None and view.state.holders and not short:
+            how, resolution = "every broker of its template route held it", "converged"
+        else:
+            how, resolution = "no producer held its template route", "no template route left"
+        return Ending(
+            f"{_was(alert, self.e.book.opening(alert))}; from {iso(at)} {how}.",
+            {
+                "producers": _producers(short, view.holding),
+                "brokers_with_topic": sorted(view.holding),
+                "condition_since": alert.evidence["condition_since"],
+                "resolution": resolution,
+            },
         )

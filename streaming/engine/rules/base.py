@@ -32,6 +32,7 @@ __all__ = [
     "broker_label",
     "capped",
     "iso",
+    "listed",
 ]
 
 EVIDENCE_LIST_MAX = 50
@@ -81,6 +82,11 @@ def iso(ms: int) -> str:
     """An event time for a sentence: ISO 8601, UTC, to the millisecond."""
     stamp = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def listed(items: list[str]) -> str:
+    """Names for a sentence: ``a, b, c``."""
+    return ", ".join(items)
 
 
 def broker_label(broker: str, broker_id: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import Rule, iso
 
 __all__ = ["REMEDY", "CollectorSilent"]
@@ -37,7 +38,22 @@ class CollectorSilent(Rule):
         )
 
     def on_observer_back(self, obs: dict[str, Any], at: int) -> None:
-        """The collector's first round after its gap."""
+        """The collector's first round after its gap (``obs``: as before that round)."""
+        back = self.e.meta.observer
+        assert back is not None
         self.e.book.resolve(
-            self.facts.cluster_key(self.kind), at, {"gap_ms": at - obs["last"], "back_at": at}
+            self.facts.cluster_key(self.kind),
+            at,
+            lambda alert: Ending(
+                f"The collector {obs['collector']} of cluster {self.cluster} wrote nothing "
+                f"from {iso(obs['last'])} until {back['collector']} wrote a round at {iso(at)}, "
+                f"{(at - obs['last']) / 1000:g} s later.",
+                {
+                    "collector": back["collector"],
+                    "last_round": obs["last"],
+                    "gap_ms": at - obs["last"],
+                    "back_at": at,
+                    "resolution": "collector back",
+                },
+            ),
         )

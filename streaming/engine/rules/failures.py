@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from streaming.engine.rules.base import Rule, Scope
+from routewatch.alerts import Alert
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.base import Rule, Scope, iso
 
 __all__ = ["FAILURE_QUIET_MS", "FailureRule"]
 
@@ -52,11 +54,23 @@ class FailureRule(Rule):
             self.e.schedule(record["due"], self.record, topic)
         else:
             alert_key = self.facts.topic_key(self.kind, topic)
-            self.e.book.resolve(alert_key, at, {"resolution": "quiet for 120 s"})
+            last = record["last"]
+            self.e.book.resolve(
+                alert_key,
+                at,
+                lambda alert: self.ended(
+                    alert, f"none came for 120 s after {iso(last)}", "quiet for 120 s"
+                ),
+            )
             self.resolved_quietly(topic, at)
             setattr(state, self.record, None)
             self.life.note_idle(topic, state, at)
         self.e.topics.mark(topic)
+
+    def ended(self, alert: Alert, how: str, resolution: str) -> Ending:
+        """How the alert ended: its failures as they stand (they change no more), ``how`` in
+        words, ``resolution`` in its evidence."""
+        raise NotImplementedError
 
     def resolved_quietly(self, topic: str, at: int) -> None:
         """After the alert resolved for quiet at ``at``."""

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from streaming.engine.rules.base import ClusterFacts, EngineView, Rule, capped
+from routewatch.alerts import Alert
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.base import ClusterFacts, EngineView, Rule, capped, iso, listed
 from streaming.engine.state import RegKey, key_json
 
 if TYPE_CHECKING:
@@ -94,7 +96,7 @@ class NamesrvDivergence(Rule):
                 self.e.schedule(at + DIVERGENCE_MS, "diverge", key_json((broker, broker_id)))
             elif not diverged and (broker, broker_id) in since:
                 del since[(broker, broker_id)]
-                self.e.book.resolve(key, at)
+                self.e.book.resolve(key, at, lambda alert: self._ended(alert, at))
             elif diverged and self.e.book.get(key):
                 self._alert(broker, broker_id, at)
 
@@ -123,16 +125,22 @@ class NamesrvDivergence(Rule):
             differing = sorted(
                 {t for ns in live_on for t in (self.e.tables.get((ns, broker, broker_id)) or {})}
             )
+        else:
+            differing = self._routed_apart(broker, broker_id, set(live_on))
+        topics = [t for t in differing if not self.facts.is_system(t)]
+        system = [t for t in differing if self.facts.is_system(t)]
+        if missing:
             summary = (
-                f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)} "
-                f"but not on {', '.join(missing)}: clients see different routes by NameServer."
+                f"Broker {broker} (id {broker_id}) is registered on {listed(live_on)} "
+                f"but not on {listed(missing)}: clients see different routes by NameServer."
             )
             remedy = REMEDY
         else:
-            differing = self._routed_apart(broker, broker_id, set(live_on))
+            counts = [f"{len(topics)} topic(s)"] if topics or not system else []
+            counts += [f"{len(system)} system topic(s)"] if system else []
             summary = (
-                f"Broker {broker} (id {broker_id}) is registered on {', '.join(live_on)}, "
-                f"which route it {len(differing)} topic(s) differently: clients see different "
+                f"Broker {broker} (id {broker_id}) is registered on {listed(live_on)}, "
+                f"which route it {' and '.join(counts)} differently: clients see different "
                 "routes by NameServer."
             )
             remedy = ROUTES_REMEDY
@@ -145,7 +153,34 @@ class NamesrvDivergence(Rule):
                 "live_on": live_on,
                 "missing_on": missing,
                 "since": self.e.meta.diverged_since.get((broker, broker_id)),
-                "topics_differing": capped(differing),
+                "topics_differing": capped(topics),
+                "system_topics": system,
             },
             remedy=remedy,
+        )
+
+    def _ended(self, alert: Alert, at: int) -> Ending:
+        """Live on every NameServer of its cluster again and routed alike, or on none."""
+        broker, broker_id = alert.broker, alert.broker_id
+        assert broker is not None and broker_id is not None
+        unknown = self.facts.unknown_namesrvs()
+        live_on = sorted(self.facts.live_on().get((broker, broker_id), set()) - unknown)
+        since = alert.evidence["since"]
+        was = (
+            "registered on some NameServers of its cluster and not others"
+            if alert.evidence["missing_on"]
+            else "routed differently by the NameServers of its cluster"
+        )
+        now = "registered alike on every one" if live_on else "registered on none"
+        return Ending(
+            f"Broker {broker} (id {broker_id}) was {was} from {iso(since)}; from {iso(at)} it "
+            f"was {now}.",
+            {
+                "live_on": live_on,
+                "missing_on": [],
+                "since": since,
+                "topics_differing": capped([]),
+                "system_topics": [],
+                "resolution": "alike on every NameServer" if live_on else "on no NameServer",
+            },
         )

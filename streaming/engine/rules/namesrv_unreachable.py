@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import Rule, iso
 
 __all__ = ["REMEDY", "UNREACHABLE_MS", "NamesrvUnreachable"]
@@ -32,7 +33,21 @@ class NamesrvUnreachable(Rule):
         if not unreachable or not (
             is_open or any(at - since >= UNREACHABLE_MS for since in unreachable.values())
         ):
-            self.e.book.resolve(key, at)
+            self.e.book.resolve(
+                key,
+                at,
+                lambda alert: Ending(
+                    f"The collector of cluster {self.cluster} could not reach NameServer(s) "
+                    f"{', '.join(sorted(alert.evidence['unreachable_since']))} from "
+                    f"{iso(alert.opened_at)}; at {iso(at)} a round of {obs['collector']} reached "
+                    "every one.",
+                    {
+                        "collector": obs["collector"],
+                        "unreachable_since": {},
+                        "resolution": "every NameServer reached",
+                    },
+                ),
+            )
             return
         names = ", ".join(f"{ns} (since {iso(since)})" for ns, since in sorted(unreachable.items()))
         one = len(unreachable) == 1

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from routewatch.alerts import NoRouteCause
+from routewatch.alerts import Alert, NoRouteCause
 from routewatch.rocketmq import TBW102
-from streaming.engine.rules.base import EVIDENCE_LIST_MAX
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.base import EVIDENCE_LIST_MAX, iso
 from streaming.engine.rules.failures import FailureRule
 from streaming.engine.rules.topics import TOPIC_FORGET_MS
 from streaming.engine.state import key_json
@@ -46,8 +47,27 @@ class NoRouteInfo(FailureRule):
         """A delivered send of the topic resolves it."""
         key = self.facts.topic_key(self.kind, topic)
         if self.e.book.get(key) is not None:
-            self.e.book.resolve(key, ts, {"resolution": "a send succeeded"})
+            self.e.book.resolve(
+                key,
+                ts,
+                lambda alert: self.ended(
+                    alert, f"a send succeeded at {iso(ts)}", "a send succeeded"
+                ),
+            )
             self._resolved_at(topic, ts, _NO_SEQ if seq is None else seq)
+
+    def ended(self, alert: Alert, how: str, resolution: str) -> Ending:
+        e = alert.evidence
+        statuses = ", ".join(f"{s} {n}" for s, n in sorted(e["statuses"].items()))
+        via = ""
+        if set(e["statuses"]) == {"TOPIC_NOT_FOUND"}:  # (a proxy's misses: the proxy is the client)
+            via = f" through proxy {', '.join(e['clients'])}"
+        return Ending(
+            f"Sends of topic {alert.topic}{via} found no route {e['failures']} time(s) "
+            f"({statuses}) from {iso(e['first_failure'])} to {iso(e['last_failure'])}, cause "
+            f"{alert.cause}; {how}.",
+            {**e, "resolution": resolution},
+        )
 
     def resolved_quietly(self, topic: str, at: int) -> None:
         self._resolved_at(topic, at, _BEFORE_EVENTS)

@@ -1,12 +1,17 @@
-"""PARTIAL_COVERAGE: an auto-created topic whose producers' routes converged on a subset of the
-cluster's writable masters, where it stays."""
+"""PARTIAL_COVERAGE: an auto-created topic left on a subset of the cluster's writable masters,
+where it stays."""
 
 from __future__ import annotations
 
-from streaming.engine.rules.base import TopicRule, TopicView
+from typing import Any
+
+from routewatch.alerts import Alert
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.at_risk import replaced
+from streaming.engine.rules.base import TopicRule, TopicView, iso, listed
 from streaming.engine.rules.topics import OBSERVED, evidence_of
 
-__all__ = ["INFERRED_REMEDY", "PartialCoverage", "coverage_summary"]
+__all__ = ["INFERRED_REMEDY", "PartialCoverage", "coverage_summary", "ended_summary"]
 
 INFERRED_REMEDY = (
     " (routewatch inferred the auto-creation from the topic's config, which a topic created "
@@ -14,16 +19,46 @@ INFERRED_REMEDY = (
     "this alert with POST /alerts/{id}/silence.)"
 )
 
+# how an inferred auto-creation is said, by its evidence (docs/alerts.md, Terms)
+_INFERRED = {
+    "inferred_while_watching": "its auto-creation inferred from a config that appeared while "
+    "routewatch watched",
+    "inferred_at_start": "its auto-creation inferred from a config found on these brokers "
+    "only when routewatch started",
+}
 
-def coverage_summary(topic: str, k: int, n: int, read_only: list[str] | None = None) -> str:
-    """PARTIAL_COVERAGE's sentence, from the same k and n as its ``coverage``: at k = 0 the
-    topic has no route left (no subset to converge on), which is worse, not settled. Masters
-    routed read-only (``read_only``, holding the topic or not) are not among the n."""
+
+def _coverage(evidence: dict[str, Any]) -> tuple[int, int]:
+    k, n = evidence["coverage"].split("/")
+    return int(k), int(n)
+
+
+def coverage_summary(topic: str, evidence: dict[str, Any]) -> str:
+    """PARTIAL_COVERAGE's sentence, from its evidence alone: the same k and n as its
+    ``coverage``, the brokers and NameServers it names, how the auto-creation is known, and the
+    producers it lists — nothing it does not hold. At k = 0 the topic has no route left (no
+    subset to converge on), which is worse, not settled. Masters routed read-only
+    (``read_only_brokers``) are not among the n."""
+    k, n = _coverage(evidence)
+    read_only = evidence.get("read_only_brokers") or []
     if k:
-        return (
-            f"Auto-created topic {topic} is on {k} of {n} brokers and will stay there: its "
-            "producers' routes have converged on that subset."
+        namesrvs = sorted(evidence["namesrv_views"])
+        ns = "NameServer" if len(namesrvs) == 1 else "NameServers"
+        sentence = (
+            f"Auto-created topic {topic} is on {k} of {n} brokers "
+            f"({listed(evidence['brokers_with_topic'])}) as {ns} {listed(namesrvs)} route it, "
+            "and the others will not get it by themselves"
         )
+        how = _INFERRED.get(evidence["auto_created_evidence"])
+        if how is not None:
+            sentence += f" ({how})"
+        producers = evidence["producers_with_template_route"]
+        if producers:
+            sentence += (
+                f"; {'producer' if len(producers) == 1 else 'producers'} {listed(producers)} "
+                f"still {'holds' if len(producers) == 1 else 'hold'} its template route"
+            )
+        return sentence + "."
     if read_only:
         verb = "is" if len(read_only) == 1 else "are"
         if n == 0:
@@ -33,7 +68,7 @@ def coverage_summary(topic: str, k: int, n: int, read_only: list[str] | None = N
         else:
             rest = f"none of the {n} writable brokers left holds it"
         return (
-            f"Auto-created topic {topic} has no writable route left: {', '.join(read_only)} "
+            f"Auto-created topic {topic} has no writable route left: {listed(read_only)} "
             f"{verb} routed read-only (write permission wiped), and {rest}."
         )
     if n == 1:
@@ -41,6 +76,20 @@ def coverage_summary(topic: str, k: int, n: int, read_only: list[str] | None = N
     else:
         left = f"none of the {n} live brokers holds it, and none will get it by itself"
     return f"Auto-created topic {topic} has no route left: {left}."
+
+
+def ended_summary(alert: Alert, opening: dict[str, Any], at: int, n: int) -> str:
+    """A resolved PARTIAL_COVERAGE's sentence, in the past tense: how far the topic was short
+    when it opened (``opening``: its evidence then), and how that ended."""
+    k0, n0 = _coverage(opening)
+    was = (
+        f"Auto-created topic {alert.topic} was on {k0} of {n0} brokers from {iso(alert.opened_at)}"
+    )
+    if n == 1:
+        return f"{was}; from {iso(at)} the only one left held it."
+    if n:
+        return f"{was}; from {iso(at)} every one of the {n} held it."
+    return f"{was}; from {iso(at)} no writable broker was left to hold it."
 
 
 class PartialCoverage(TopicRule):
@@ -60,13 +109,13 @@ class PartialCoverage(TopicRule):
         if (0 < k < n and settled) or (is_open and k != n):
             self._raise(view, at)
         elif is_open:
-            self.e.book.resolve(key, at, {"coverage": f"{k}/{n}"})
+            self.e.book.resolve(key, at, lambda alert: self._ended(alert, view, at, n))
 
-    def _raise(self, view: TopicView, at: int) -> None:
-        topic, state, holders = view.topic, view.state, view.holders
+    def _evidence(self, view: TopicView) -> dict[str, Any]:
+        """The topic's coverage as it stands: held by k of the n expected masters, and how."""
+        state, holders = view.state, view.holders
         assert state is not None
         holding, expected = view.holding, view.expected
-        k, n = len(holding & expected), len(expected)
         read_only = sorted(
             {b for (_, b, i), r in self.facts.regs().items() if i == 0 and r.live and r.read_only}
             - expected
@@ -74,27 +123,43 @@ class PartialCoverage(TopicRule):
         views: dict[str, list[str]] = {}
         for ns, b, _ in holders:
             views.setdefault(ns, []).append(b)
-        queues = max((c[1] for c in holders.values()), default=4)
+        return {
+            "coverage": f"{len(holding & expected)}/{len(expected)}",
+            **({"read_only_brokers": read_only} if read_only else {}),
+            "brokers_with_topic": sorted(holding & expected),
+            "brokers_without_topic": sorted(expected - holding),
+            "namesrv_views": {ns: sorted(set(v)) for ns, v in sorted(views.items())},
+            "auto_created_at": state.auto_created_at,
+            "auto_created_evidence": evidence_of(state),
+            "producers_with_template_route": sorted(state.holders),
+        }
+
+    def _ended(self, alert: Alert, view: TopicView, at: int, n: int) -> Ending:
+        resolution = "on every writable broker" if n else "no writable broker left"
+        return Ending(
+            ended_summary(alert, self.e.book.opening(alert), at, n),
+            {**self._evidence(view), "resolution": resolution},
+        )
+
+    def _raise(self, view: TopicView, at: int) -> None:
+        topic, state = view.topic, view.state
+        assert state is not None
+        evidence = self._evidence(view)
+        k = len(view.holding & view.expected)
+        queues = max((c[1] for c in view.holders.values()), default=4)
         self.e.book.raise_or_update(
             self.facts.topic_key(self.kind, topic),
             at,
             severity="critical" if k <= 1 else "warning",
-            summary=coverage_summary(topic, k, n, read_only),
-            evidence={
-                "coverage": f"{k}/{n}",
-                **({"read_only_brokers": read_only} if read_only else {}),
-                "brokers_with_topic": sorted(holding & expected),
-                "brokers_without_topic": sorted(expected - holding),
-                "namesrv_views": {ns: sorted(set(v)) for ns, v in sorted(views.items())},
-                "auto_created_at": state.auto_created_at,
-                "auto_created_evidence": evidence_of(state),
-                "producers_with_template_route": sorted(state.holders),
-            },
+            summary=coverage_summary(topic, evidence),
+            evidence=evidence,
             remedy=self.facts.create_everywhere(topic, queues)
             + ("" if state.auto_created_how == OBSERVED else INFERRED_REMEDY),
         )
         # (AT_RISK's condition keeps its start: if it still holds when PARTIAL_COVERAGE
         # resolves, AT_RISK opens then, its 5 s counted from that start)
         self.e.book.resolve(
-            self.facts.topic_key("AT_RISK", topic), at, {"resolution": "partial coverage opened"}
+            self.facts.topic_key("AT_RISK", topic),
+            at,
+            lambda alert: replaced(alert, self.e.book.opening(alert), at),
         )

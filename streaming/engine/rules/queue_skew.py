@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.engine.rules.base import TopicRule, TopicView, broker_label
+from routewatch.alerts import Alert
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.base import TopicRule, TopicView, broker_label, iso
 
 __all__ = ["QueueSkew"]
 
@@ -25,24 +27,13 @@ class QueueSkew(TopicRule):
         if len(configs) <= 1 and all(c[0] == c[1] for c in configs):
             # (the common case, cheaply: one configuration on every holder, read = write; this
             # judgement runs for every topic of each registration that changes it)
-            self.e.book.resolve(key, at)
+            self.e.book.resolve(key, at, lambda alert: self._ended(alert, view, at))
             return
-        regs = self.facts.regs()
-        latest: dict[tuple[str, int], tuple[tuple[int, str], Any]] = {}
-        for (ns, broker, broker_id), config in view.holders.items():
-            reg = regs[(ns, broker, broker_id)]
-            when = (reg.written_at(topic), ns)
-            seen = latest.get((broker, broker_id))
-            if seen is None or when > seen[0]:
-                latest[(broker, broker_id)] = (when, config)
-        per_broker = {
-            broker_label(broker, broker_id): {"read": c[0], "write": c[1]}
-            for (broker, broker_id), (_, c) in sorted(latest.items())
-        }
+        per_broker = self._per_broker(view)
         writes = {c["write"] for c in per_broker.values()}
         uneven = [b for b, c in per_broker.items() if c["read"] != c["write"]]
         if not (len(writes) > 1 or uneven):
-            self.e.book.resolve(key, at)
+            self.e.book.resolve(key, at, lambda alert: self._ended(alert, view, at))
             return
         q = max(writes)
         self.e.book.raise_or_update(
@@ -55,4 +46,32 @@ class QueueSkew(TopicRule):
             + ".",
             evidence={"brokers": per_broker},
             remedy=self.facts.update_topic(topic, "-c", self.cluster, q=q),
+        )
+
+    def _per_broker(self, view: TopicView) -> dict[str, dict[str, int]]:
+        """Each broker's read and write queues of the topic, from the registration that wrote
+        them last."""
+        regs = self.facts.regs()
+        latest: dict[tuple[str, int], tuple[tuple[int, str], Any]] = {}
+        for (ns, broker, broker_id), config in view.holders.items():
+            when = (regs[(ns, broker, broker_id)].written_at(view.topic), ns)
+            seen = latest.get((broker, broker_id))
+            if seen is None or when > seen[0]:
+                latest[(broker, broker_id)] = (when, config)
+        return {
+            broker_label(broker, broker_id): {"read": c[0], "write": c[1]}
+            for (broker, broker_id), (_, c) in sorted(latest.items())
+        }
+
+    def _ended(self, alert: Alert, view: TopicView, at: int) -> Ending:
+        per_broker = self._per_broker(view)
+        was = sorted({c["write"] for c in alert.evidence["brokers"].values()})
+        if per_broker:
+            how, resolution = "its queue counts agreed", "counts agree"
+        else:
+            how, resolution = "no live broker held it", "no live broker holds it"
+        return Ending(
+            f"Topic {view.topic} had uneven queues (write queues {was}) from "
+            f"{iso(alert.opened_at)}; from {iso(at)} {how}.",
+            {"brokers": per_broker, "resolution": resolution},
         )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from routewatch.alerts import Alert
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.base import iso
 from streaming.engine.rules.failures import FailureRule
 
 __all__ = ["SendRejected"]
@@ -39,4 +42,13 @@ class SendRejected(FailureRule):
             remedy=f"Create {topic} on {brokers} ("
             + ", ".join(update(topic, "-b", addr(b)) for b in refusing)
             + f"), or remove the stale TBW102 from {brokers}.",
+        )
+
+    def ended(self, alert: Alert, how: str, resolution: str) -> Ending:
+        e = alert.evidence
+        return Ending(
+            f"Broker(s) {', '.join(sorted(e['brokers']))} refused sends of topic {alert.topic} "
+            f"with TOPIC_NOT_EXIST {e['refusals']} time(s) from {iso(e['first_refusal'])} to "
+            f"{iso(e['last_refusal'])}; {how}.",
+            {**e, "resolution": resolution},
         )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import shlex
 
-from streaming.engine.rules.base import TopicRule, TopicView
+from routewatch.alerts import Alert
+from streaming.engine.alerts import Ending
+from streaming.engine.rules.base import TopicRule, TopicView, iso, listed
+from streaming.engine.state import Config, RegKey
 
 __all__ = ["StaleRoute"]
 
@@ -22,10 +25,10 @@ class StaleRoute(TopicRule):
         stale = sorted(
             k for k, r in self.facts.regs().items() if r.live and r.not_held and topic in r.not_held
         )
-        if not stale:
-            self.e.book.resolve(key, at)
-            return
         routes = self.e.live_holders(topic)
+        if not stale:
+            self.e.book.resolve(key, at, lambda alert: _ended(alert, routes, at))
+            return
         views: dict[str, list[str]] = {}
         for ns, b, _ in stale:
             views.setdefault(ns, []).append(b)
@@ -56,3 +59,17 @@ class StaleRoute(TopicRule):
             f"`{delete}` (a NameServer drops a topic a broker deleted only when the topic is "
             "deleted there too, or the broker leaves).",
         )
+
+
+def _ended(alert: Alert, routes: dict[RegKey, Config], at: int) -> Ending:
+    """No live master is routed the topic without holding it any more."""
+    was = sorted({b for bs in alert.evidence["stale_routes"].values() for b in bs})
+    return Ending(
+        f"Topic {alert.topic} was routed to {listed(was)}, which did not hold it, from "
+        f"{iso(alert.opened_at)}; from {iso(at)} no live master was routed it without holding it.",
+        {
+            "stale_routes": {},
+            "brokers_holding_topic": sorted({k[1] for k in routes if k[2] == 0}),
+            "resolution": "no stale route left",
+        },
+    )

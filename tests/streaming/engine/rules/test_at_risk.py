@@ -50,7 +50,7 @@ def test_at_risk_opens_when_partial_coverage_resolves_under_a_condition_held_all
 # -- AT_RISK when the topic is left on no broker --------------------------------------------------
 
 
-def _at_risk_on_no_broker(*, resolved: float | None = None) -> dict[str, Any]:
+def _at_risk_on_no_broker() -> dict[str, Any]:
     """The AT_RISK of ``_template_route_on_one_of_two`` once a, the one broker holding T, left at
     10 s: still open, and its summary says T is on none of the template brokers."""
     return expect(
@@ -58,8 +58,7 @@ def _at_risk_on_no_broker(*, resolved: float | None = None) -> dict[str, Any]:
         topic="T",
         severity="warning",
         opened=6,
-        updated=10 if resolved is None else resolved,
-        resolved=resolved,
+        updated=10,
         summary="Topic T is on none of the 2 brokers its producers' template route covers any "
         "more; those producers keep that route until a route refresh succeeds (next by "
         "2026-01-01T00:00:30.500Z).",
@@ -99,7 +98,38 @@ def test_at_risk_resolves_when_no_producer_holds_a_template_route(batch_size: in
     run_ = run(t, batch_size=batch_size)
 
     assert alerts(run_, "AT_RISK") == [("AT_RISK", "C", "T", 6.0, 20.0)]
-    assert final(run_) == [_at_risk_on_no_broker(resolved=20)]
+    assert final(run_) == [
+        expect(
+            "AT_RISK",
+            topic="T",
+            severity="warning",
+            opened=6,
+            resolved=20,
+            summary="Topic T was on 1 of the 2 brokers its producers' template route covered "
+            "from 2026-01-01T00:00:06.000Z; from 2026-01-01T00:00:20.000Z no producer held its "
+            "template route.",
+            evidence={
+                "producers": [],
+                "brokers_with_topic": [],
+                "condition_since": ms(1),
+                "resolution": "no template route left",
+                "opened_with": {
+                    "producers": [
+                        {
+                            "client_id": "p1",
+                            "template_brokers": ["a", "b"],
+                            "brokers_with_topic": ["a"],
+                            "template_route_since": ms(0.5),
+                            "next_refresh_by": ms(30.5),
+                        }
+                    ],
+                    "brokers_with_topic": ["a"],
+                    "condition_since": ms(1),
+                },
+            },
+            remedy=create_remedy("T", 4),
+        )
+    ]
 
 
 # -- every alert in full, opened and resolved ------------------------------------------------------
@@ -137,21 +167,34 @@ def test_at_risk_follows_its_producers_and_resolves_when_every_template_broker_h
             opened=6,
             updated=24,
             resolved=24,
-            summary="Topic T is on 2 of the 3 brokers its producers' template route covers; at "
-            "their next route refresh (by 2026-01-01T00:00:50.000Z) it collapses to those "
-            "brokers.",
+            summary="Topic T was on 1 of the 3 brokers its producers' template route covered "
+            "from 2026-01-01T00:00:06.000Z; from 2026-01-01T00:00:24.000Z every broker of its "
+            "template route held it.",
             evidence={
-                "producers": [
-                    {
-                        "client_id": "p2",
-                        "template_brokers": ["a", "b", "c"],
-                        "brokers_with_topic": ["a", "b"],
-                        "template_route_since": ms(0.8),
-                        "next_refresh_by": ms(50),
-                    }
-                ],
-                "brokers_with_topic": ["a", "b"],
+                "producers": [],
+                "brokers_with_topic": ["a", "b", "c"],
                 "condition_since": ms(1),
+                "resolution": "converged",
+                "opened_with": {
+                    "producers": [
+                        {
+                            "client_id": "p1",
+                            "template_brokers": ["a", "b"],
+                            "brokers_with_topic": ["a"],
+                            "template_route_since": ms(0.5),
+                            "next_refresh_by": ms(30.5),
+                        },
+                        {
+                            "client_id": "p2",
+                            "template_brokers": ["a", "b", "c"],
+                            "brokers_with_topic": ["a"],
+                            "template_route_since": ms(0.8),
+                            "next_refresh_by": ms(30.8),
+                        },
+                    ],
+                    "brokers_with_topic": ["a"],
+                    "condition_since": ms(1),
+                },
             },
             remedy=create_remedy("T", 4),
         )

@@ -31,14 +31,22 @@ def test_broker_expired_on_every_namesrv_resolves_on_a_heartbeat(batch_size: int
             severity="critical",
             opened=180,
             resolved=200,
-            summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 1 "
-            "topic(s) it held have no route left.",
-            evidence={
-                "last_heartbeat": ms(60),
+            summary="Broker a (id 0) was silent on every NameServer from "
+            "2026-01-01T00:03:00.000Z; at 2026-01-01T00:03:20.000Z it registered again.",
+            evidence={  # at its first heartbeat back (NS1's): T still routed by neither
+                "last_heartbeat": ms(200),
                 "addr": "a:10911",
                 "namesrvs": [NS1, NS2],
                 "topics_without_route": {"items": ["T"], "count": 1},
+                "system_topics": [],
                 "resolution": "heartbeat received",
+                "opened_with": {
+                    "last_heartbeat": ms(60),
+                    "addr": "a:10911",
+                    "namesrvs": [NS1, NS2],
+                    "topics_without_route": {"items": ["T"], "count": 1},
+                    "system_topics": [],
+                },
             },
             remedy=EXPIRED_REMEDY,
         )
@@ -61,14 +69,22 @@ def test_broker_expired_of_a_slave_resolves_when_it_unregisters(batch_size: int 
             severity="critical",
             opened=120,
             resolved=150,
-            summary="Broker a (id 1) has been silent for over 120 s on every NameServer; 0 "
-            "topic(s) it held have no route left.",
+            summary="Broker a (id 1) was silent on every NameServer from "
+            "2026-01-01T00:02:00.000Z; at 2026-01-01T00:02:30.000Z it unregistered.",
             evidence={
-                "last_heartbeat": ms(0),
+                "last_heartbeat": ms(150),
                 "addr": "a:10911",
                 "namesrvs": [NS1],
                 "topics_without_route": {"items": [], "count": 0},
+                "system_topics": [],
                 "resolution": "unregistered",
+                "opened_with": {
+                    "last_heartbeat": ms(0),
+                    "addr": "a:10911",
+                    "namesrvs": [NS1],
+                    "topics_without_route": {"items": [], "count": 0},
+                    "system_topics": [],
+                },
             },
             remedy=EXPIRED_REMEDY,
         )
@@ -101,13 +117,14 @@ def test_broker_expired_topics_without_route_follow_the_other_brokers(
         severity="critical",
         opened=120,
         updated=150,
-        summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 2 topic(s) "
+        summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 1 topic(s) "
         "it held have no route left.",
-        evidence={
+        evidence={  # (TBW102 apart: a system topic)
             "last_heartbeat": ms(0),
             "addr": "a:10911",
             "namesrvs": [NS1],
-            "topics_without_route": {"items": ["T", "TBW102"], "count": 2},
+            "topics_without_route": {"items": ["T"], "count": 1},
+            "system_topics": ["TBW102"],
         },
         remedy=EXPIRED_REMEDY,
     )

@@ -51,13 +51,23 @@ def test_namesrv_divergence_resolves_when_live_on_every_namesrv_again(
             severity="warning",
             opened=180,
             resolved=200,
-            summary=f"Broker b (id 0) is registered on {NS1} but not on {NS2}: clients see "
-            "different routes by NameServer.",
+            summary="Broker b (id 0) was registered on some NameServers of its cluster and not "
+            "others from 2026-01-01T00:02:00.000Z; from 2026-01-01T00:03:20.000Z it was "
+            "registered alike on every one.",
             evidence={
-                "live_on": [NS1],
-                "missing_on": [NS2],
+                "live_on": [NS1, NS2],
+                "missing_on": [],
                 "since": ms(120),
-                "topics_differing": {"items": ["T", "TBW102"], "count": 2},
+                "topics_differing": {"items": [], "count": 0},
+                "system_topics": [],
+                "resolution": "alike on every NameServer",
+                "opened_with": {
+                    "live_on": [NS1],
+                    "missing_on": [NS2],
+                    "since": ms(120),
+                    "topics_differing": {"items": ["T"], "count": 1},
+                    "system_topics": ["TBW102"],
+                },
             },
             remedy=DIVERGENCE_REMEDY,
         )
@@ -82,13 +92,23 @@ def test_namesrv_divergence_resolves_when_live_on_none_and_broker_expired_takes_
             severity="warning",
             opened=60,
             resolved=210,
-            summary=f"Broker b (id 0) is registered on {NS1} but not on {NS2}: clients see "
-            "different routes by NameServer.",
+            summary="Broker b (id 0) was registered on some NameServers of its cluster and not "
+            "others from 2026-01-01T00:00:00.000Z; from 2026-01-01T00:03:30.000Z it was "
+            "registered on none.",
             evidence={
-                "live_on": [NS1],
-                "missing_on": [NS2],
+                "live_on": [],
+                "missing_on": [],
                 "since": ms(0),
-                "topics_differing": {"items": ["TBW102"], "count": 1},
+                "topics_differing": {"items": [], "count": 0},
+                "system_topics": [],
+                "resolution": "on no NameServer",
+                "opened_with": {
+                    "live_on": [NS1],
+                    "missing_on": [NS2],
+                    "since": ms(0),
+                    "topics_differing": {"items": [], "count": 0},
+                    "system_topics": ["TBW102"],
+                },
             },
             remedy=DIVERGENCE_REMEDY,
         ),
@@ -105,6 +125,7 @@ def test_namesrv_divergence_resolves_when_live_on_none_and_broker_expired_takes_
                 "addr": "b:10911",
                 "namesrvs": [NS1],
                 "topics_without_route": {"items": [], "count": 0},
+                "system_topics": [],
             },
             remedy=EXPIRED_REMEDY,
         ),
@@ -136,7 +157,8 @@ def test_namesrv_divergence_topics_differing_follow_the_brokers_table(
                 "live_on": [NS1],
                 "missing_on": [NS2],
                 "since": ms(0),
-                "topics_differing": {"items": ["T", "TBW102", "U"], "count": 3},
+                "topics_differing": {"items": ["T", "U"], "count": 2},
+                "system_topics": ["TBW102"],
             },
             remedy=DIVERGENCE_REMEDY,
         )

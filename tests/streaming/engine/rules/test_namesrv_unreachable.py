@@ -62,10 +62,15 @@ def test_the_alert_in_full_opened_30_s_after_the_namesrv_was_lost_and_resolved_w
             severity="warning",
             opened=70.5,
             resolved=90.5,
-            summary=f"The collector of cluster C cannot reach NameServer {NS2} (since "
-            "2026-01-01T00:00:40.000Z): what it routes is unknown, and no divergence is judged "
-            "against it.",
-            evidence={"collector": "collect-t", "unreachable_since": {NS2: ms(40)}},
+            summary=f"The collector of cluster C could not reach NameServer(s) {NS2} from "
+            "2026-01-01T00:01:10.500Z; at 2026-01-01T00:01:30.500Z a round of collect-t reached "
+            "every one.",
+            evidence={
+                "collector": "collect-t",
+                "unreachable_since": {},
+                "resolution": "every NameServer reached",
+                "opened_with": {"collector": "collect-t", "unreachable_since": {NS2: ms(40)}},
+            },
             remedy=REMEDY,
         )
     ]
@@ -97,8 +102,9 @@ def test_a_collector_restarted_while_a_namesrv_is_down_keeps_the_alert_open() ->
     r = run(t)
 
     assert alerts(r) == [("NAMESRV_UNREACHABLE", "C", "None/None", 70.5, 160.5)]
-    (alert,) = final(r, "NAMESRV_UNREACHABLE")
-    assert alert["evidence"] == {"collector": "collect-u", "unreachable_since": {NS2: ms(40)}}
+    changes = [a for a in r.cluster("C").alert_changes if a.kind == "NAMESRV_UNREACHABLE"]
+    assert [a.evidence["unreachable_since"] for a in changes[:-1]] == [{NS2: ms(40)}] * 2
+    assert [a.evidence["collector"] for a in changes[:-1]] == ["collect-t", "collect-u"]
 
 
 def test_the_alert_stays_open_while_any_namesrv_is_unreached() -> None:

@@ -62,8 +62,9 @@ def test_a_proxys_route_miss_is_no_route_info_of_a_topic_nobody_created() -> Non
             opened=5,
             resolved=147,
             cause="GRPC_NOT_CREATED",
-            summary=f"Sends of topic T fail through proxy {proxy} with TOPIC_NOT_FOUND "
-            "(cause: GRPC_NOT_CREATED).",
+            summary=f"Sends of topic T through proxy {proxy} found no route 2 time(s) "
+            "(TOPIC_NOT_FOUND 2) from 2026-01-01T00:00:05.000Z to 2026-01-01T00:00:27.000Z, "
+            "cause GRPC_NOT_CREATED; none came for 120 s after 2026-01-01T00:00:27.000Z.",
             evidence={
                 "first_failure": ms(5),
                 "last_failure": ms(27),
@@ -72,6 +73,7 @@ def test_a_proxys_route_miss_is_no_route_info_of_a_topic_nobody_created() -> Non
                 "clients": [proxy],
                 "create_topic_key": None,
                 "resolution": "quiet for 120 s",
+                "opened_with": {**_first(5, "TOPIC_NOT_FOUND", proxy), "create_topic_key": None},
             },
             remedy="Create the topic (gRPC clients never auto-create one): "
             f"`mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8`",
@@ -133,9 +135,12 @@ def _no_route(
     opened: float,
     updated: float | None = None,
     resolved: float | None = None,
+    summary: str | None = None,
     evidence: dict[str, Any],
     remedy: str,
 ) -> dict[str, Any]:
+    """NO_ROUTE_INFO of T in full; a resolved one's ``summary`` is given (in the past tense),
+    and its ``evidence`` holds ``opened_with``."""
     return expect(
         "NO_ROUTE_INFO",
         topic="T",
@@ -144,10 +149,23 @@ def _no_route(
         updated=updated,
         resolved=resolved,
         cause=cause,
-        summary=f'Sends of topic T fail with "No route info of this topic" (cause: {cause}).',
+        summary=summary
+        or f'Sends of topic T fail with "No route info of this topic" (cause: {cause}).',
         evidence=evidence,
         remedy=remedy,
     )
+
+
+def _first(at: float, status: str, client: str, key: str = "TBW102") -> dict[str, Any]:
+    """The evidence of NO_ROUTE_INFO as its first failure opened it."""
+    return {
+        "first_failure": ms(at),
+        "last_failure": ms(at),
+        "failures": 1,
+        "statuses": {status: 1},
+        "clients": [client],
+        "create_topic_key": key,
+    }
 
 
 def test_no_route_info_no_namesrv_by_status_resolves_when_a_send_succeeds(
@@ -166,6 +184,9 @@ def test_no_route_info_no_namesrv_by_status_resolves_when_a_send_succeeds(
             cause="NO_NAMESRV",
             opened=5,
             resolved=12,
+            summary="Sends of topic T found no route 2 time(s) (NO_NAMESRV 2) from "
+            "2026-01-01T00:00:05.000Z to 2026-01-01T00:00:08.000Z, cause NO_NAMESRV; a send "
+            "succeeded at 2026-01-01T00:00:12.000Z.",
             evidence={
                 "first_failure": ms(5),
                 "last_failure": ms(8),
@@ -174,6 +195,7 @@ def test_no_route_info_no_namesrv_by_status_resolves_when_a_send_succeeds(
                 "clients": ["p1", "p2"],
                 "create_topic_key": "TBW102",
                 "resolution": "a send succeeded",
+                "opened_with": _first(5, "NO_NAMESRV", "p1"),
             },
             remedy="Set the client's NameServer address (namesrvAddr).",
         )
@@ -202,6 +224,9 @@ def test_no_route_info_no_namesrv_by_pull_then_unknown_resolves_after_120_s_quie
             cause="UNKNOWN",
             opened=5,
             resolved=131,  # the last failure + 120 s
+            summary="Sends of topic T found no route 2 time(s) (NO_ROUTE_INFO 2) from "
+            "2026-01-01T00:00:05.000Z to 2026-01-01T00:00:11.000Z, cause UNKNOWN; none came for "
+            "120 s after 2026-01-01T00:00:11.000Z.",
             evidence={
                 "first_failure": ms(5),
                 "last_failure": ms(11),
@@ -210,6 +235,7 @@ def test_no_route_info_no_namesrv_by_pull_then_unknown_resolves_after_120_s_quie
                 "clients": ["p1"],
                 "create_topic_key": "TBW102",
                 "resolution": "quiet for 120 s",
+                "opened_with": _first(5, "NO_ROUTE_INFO", "p1"),
             },
             remedy="Check the client's NameServer address and the topic's route.",
         )
@@ -251,14 +277,13 @@ def test_no_route_info_no_live_broker(batch_size: int | None) -> None:
             cause="NO_LIVE_BROKER",
             opened=130,
             resolved=250,
+            summary="Sends of topic T found no route 1 time(s) (NO_ROUTE_INFO 1) from "
+            "2026-01-01T00:02:10.000Z to 2026-01-01T00:02:10.000Z, cause NO_LIVE_BROKER; none "
+            "came for 120 s after 2026-01-01T00:02:10.000Z.",
             evidence={
-                "first_failure": ms(130),
-                "last_failure": ms(130),
-                "failures": 1,
-                "statuses": {"NO_ROUTE_INFO": 1},
-                "clients": ["p1"],
-                "create_topic_key": "TBW102",
+                **_first(130, "NO_ROUTE_INFO", "p1"),
                 "resolution": "quiet for 120 s",
+                "opened_with": _first(130, "NO_ROUTE_INFO", "p1"),
             },
             remedy="Bring a broker of the cluster back.",
         )
@@ -277,14 +302,13 @@ def test_no_route_info_create_topic_key_mismatch(batch_size: int | None) -> None
             cause="CREATE_TOPIC_KEY_MISMATCH",
             opened=5,
             resolved=125,
+            summary="Sends of topic T found no route 1 time(s) (NO_ROUTE_INFO 1) from "
+            "2026-01-01T00:00:05.000Z to 2026-01-01T00:00:05.000Z, cause "
+            "CREATE_TOPIC_KEY_MISMATCH; none came for 120 s after 2026-01-01T00:00:05.000Z.",
             evidence={
-                "first_failure": ms(5),
-                "last_failure": ms(5),
-                "failures": 1,
-                "statuses": {"NO_ROUTE_INFO": 1},
-                "clients": ["p1"],
-                "create_topic_key": "AUTO_CREATE_TOPIC_KEY",
+                **_first(5, "NO_ROUTE_INFO", "p1", "AUTO_CREATE_TOPIC_KEY"),
                 "resolution": "quiet for 120 s",
+                "opened_with": _first(5, "NO_ROUTE_INFO", "p1", "AUTO_CREATE_TOPIC_KEY"),
             },
             remedy="Align the client's createTopicKey (AUTO_CREATE_TOPIC_KEY) with TBW102 "
             "(upgrade a 4.3.0 client).",
@@ -309,6 +333,9 @@ def test_no_route_info_auto_create_disabled(batch_size: int | None) -> None:
             cause="AUTO_CREATE_DISABLED",
             opened=5,
             resolved=21,
+            summary="Sends of topic T found no route 2 time(s) (NO_ROUTE_INFO 2) from "
+            "2026-01-01T00:00:05.000Z to 2026-01-01T00:00:06.000Z, cause AUTO_CREATE_DISABLED; "
+            "a send succeeded at 2026-01-01T00:00:21.000Z.",
             evidence={
                 "first_failure": ms(5),
                 "last_failure": ms(6),
@@ -317,6 +344,7 @@ def test_no_route_info_auto_create_disabled(batch_size: int | None) -> None:
                 "clients": ["p1", "p2"],
                 "create_topic_key": "TBW102",
                 "resolution": "a send succeeded",
+                "opened_with": _first(5, "NO_ROUTE_INFO", "p2"),
             },
             remedy=f"Create the topic: `mqadmin updateTopic -n '{NS1};{NS2}' -c C -t T -r 8 -w 8`",
         )
@@ -338,14 +366,13 @@ def test_no_route_info_template_missing_resolves_on_any_delivered_status(
             cause="TEMPLATE_MISSING",
             opened=5,
             resolved=9,
+            summary="Sends of topic T found no route 1 time(s) (NO_ROUTE_INFO 1) from "
+            "2026-01-01T00:00:05.000Z to 2026-01-01T00:00:05.000Z, cause TEMPLATE_MISSING; a "
+            "send succeeded at 2026-01-01T00:00:09.000Z.",
             evidence={
-                "first_failure": ms(5),
-                "last_failure": ms(5),
-                "failures": 1,
-                "statuses": {"NO_ROUTE_INFO": 1},
-                "clients": ["p1"],
-                "create_topic_key": "TBW102",
+                **_first(5, "NO_ROUTE_INFO", "p1"),
                 "resolution": "a send succeeded",
+                "opened_with": _first(5, "NO_ROUTE_INFO", "p1"),
             },
             remedy="Restore TBW102: restart the brokers with autoCreateTopicEnable=true, or "
             "create the topic.",

@@ -4,6 +4,7 @@ as k and n change, and resolved; topics made by hand and system topics raise non
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tests.streaming.engine.events import NS1, NS2, Trace, ms
 from tests.streaming.engine.rules.support import (
@@ -122,6 +123,22 @@ def test_partial_coverage_left_on_no_broker_of_several_says_so_as_its_evidence_d
     assert all(_summary_counts(a.summary) == a.evidence["coverage"] for a in changes)
 
 
+def _coverage(
+    k: int, n: int, with_: list[str], without: list[str], views: list[str], at: float
+) -> dict[str, Any]:
+    """PARTIAL_COVERAGE's evidence of T, observed auto-created at ``at``, no producer holding
+    its template route."""
+    return {
+        "coverage": f"{k}/{n}",
+        "brokers_with_topic": with_,
+        "brokers_without_topic": without,
+        "namesrv_views": {NS1: views} if views else {},
+        "auto_created_at": ms(at),
+        "auto_created_evidence": "observed",
+        "producers_with_template_route": [],
+    }
+
+
 # -- every alert in full, opened and resolved ------------------------------------------------------
 #
 # Every trace below is written by hand with explicit times; every alert it ends with is asserted
@@ -151,16 +168,12 @@ def test_partial_coverage_opens_when_producers_converge_and_resolves_on_every_ma
             severity="critical",
             opened=3,
             resolved=75,
-            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
-            "producers' routes have converged on that subset.",
-            evidence={
-                "coverage": "2/2",  # brought up to date on resolution
-                "brokers_with_topic": ["a"],
-                "brokers_without_topic": ["b"],
-                "namesrv_views": {NS1: ["a"]},
-                "auto_created_at": ms(0.5),
-                "auto_created_evidence": "observed",
-                "producers_with_template_route": [],
+            summary="Auto-created topic T was on 1 of 2 brokers from 2026-01-01T00:00:03.000Z; "
+            "from 2026-01-01T00:01:15.000Z every one of the 2 held it.",
+            evidence={  # as it stands at the resolution, and as it opened
+                **_coverage(2, 2, ["a", "b"], [], ["a", "b"], 0.5),
+                "resolution": "on every writable broker",
+                "opened_with": _coverage(1, 2, ["a"], ["b"], ["a"], 0.5),
             },
             remedy=create_remedy("T", 4),
         )
@@ -193,17 +206,9 @@ def test_partial_coverage_severity_follows_k(batch_size: int | None) -> None:
             severity="critical",
             opened=1,
             updated=150,
-            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
-            "producers' routes have converged on that subset.",
-            evidence={
-                "coverage": "1/2",
-                "brokers_with_topic": ["a"],
-                "brokers_without_topic": ["c"],
-                "namesrv_views": {NS1: ["a"]},
-                "auto_created_at": ms(1),
-                "auto_created_evidence": "observed",
-                "producers_with_template_route": [],
-            },
+            summary=f"Auto-created topic T is on 1 of 2 brokers (a) as NameServer {NS1} route "
+            "it, and the others will not get it by themselves.",
+            evidence=_coverage(1, 2, ["a"], ["c"], ["a"], 1),
             remedy=create_remedy("T", 4),
         )
     ]
@@ -231,16 +236,12 @@ def test_partial_coverage_resolves_when_the_master_without_the_topic_leaves(
             severity="critical",
             opened=3,
             resolved=40,
-            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
-            "producers' routes have converged on that subset.",
+            summary="Auto-created topic T was on 1 of 2 brokers from 2026-01-01T00:00:03.000Z; "
+            "from 2026-01-01T00:00:40.000Z the only one left held it.",
             evidence={
-                "coverage": "1/1",
-                "brokers_with_topic": ["a"],
-                "brokers_without_topic": ["b"],
-                "namesrv_views": {NS1: ["a"]},
-                "auto_created_at": ms(0.5),
-                "auto_created_evidence": "observed",
-                "producers_with_template_route": [],
+                **_coverage(1, 1, ["a"], [], ["a"], 0.5),
+                "resolution": "on every writable broker",
+                "opened_with": _coverage(1, 2, ["a"], ["b"], ["a"], 0.5),
             },
             remedy=create_remedy("T", 4),
         )
@@ -269,16 +270,12 @@ def test_partial_coverage_stays_open_at_k_0_and_resolves_when_no_master_is_expec
             severity="critical",
             opened=3,
             resolved=180,
-            summary="Auto-created topic T has no route left: the only live broker does not hold "
-            "it, and will not get it by itself.",
+            summary="Auto-created topic T was on 1 of 2 brokers from 2026-01-01T00:00:03.000Z; "
+            "from 2026-01-01T00:03:00.000Z no writable broker was left to hold it.",
             evidence={
-                "coverage": "0/0",
-                "brokers_with_topic": [],
-                "brokers_without_topic": ["b"],
-                "namesrv_views": {},
-                "auto_created_at": ms(0.5),
-                "auto_created_evidence": "observed",
-                "producers_with_template_route": [],
+                **_coverage(0, 0, [], [], [], 0.5),
+                "resolution": "no writable broker left",
+                "opened_with": _coverage(1, 2, ["a"], ["b"], ["a"], 0.5),
             },
             remedy=create_remedy("T", 4),
         )

@@ -146,8 +146,15 @@ def test_queue_skew_on_write_counts_resolves_when_the_counts_agree(
             severity="info",
             opened=0,
             resolved=30,
-            summary="Topic T has uneven queues: write queues [4, 8] across brokers.",
-            evidence={"brokers": {"a": {"read": 8, "write": 8}, "b": {"read": 4, "write": 4}}},
+            summary="Topic T had uneven queues (write queues [4, 8]) from "
+            "2026-01-01T00:00:00.000Z; from 2026-01-01T00:00:30.000Z its queue counts agreed.",
+            evidence={
+                "brokers": {"a": {"read": 8, "write": 8}, "b": {"read": 8, "write": 8}},
+                "resolution": "counts agree",
+                "opened_with": {
+                    "brokers": {"a": {"read": 8, "write": 8}, "b": {"read": 4, "write": 4}}
+                },
+            },
             remedy=f"`mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8`",
         )
     ]
@@ -172,9 +179,13 @@ def test_queue_skew_on_read_and_write_resolves_when_no_live_broker_holds_the_top
             opened=0,
             updated=40,
             resolved=40,
-            summary="Topic T has uneven queues: write queues [2] across brokers, read != write "
-            "on a.",
-            evidence={"brokers": {"a": {"read": 8, "write": 2}}},
+            summary="Topic T had uneven queues (write queues [2]) from 2026-01-01T00:00:00.000Z; "
+            "from 2026-01-01T00:00:40.000Z no live broker held it.",
+            evidence={
+                "brokers": {},
+                "resolution": "no live broker holds it",
+                "opened_with": {"brokers": {"a": {"read": 8, "write": 4}}},
+            },
             remedy=f"`mqadmin updateTopic -n {NS1} -c C -t T -r 2 -w 2`",
         )
     ]

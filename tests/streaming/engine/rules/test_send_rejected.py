@@ -32,13 +32,21 @@ def test_send_rejected_is_not_resolved_by_a_success_and_resolves_after_120_s_qui
             severity="warning",
             opened=5,
             resolved=127,  # the last refusal + 120 s
-            summary="Broker(s) a, b refuse sends of topic T with TOPIC_NOT_EXIST.",
+            summary="Broker(s) a, b refused sends of topic T with TOPIC_NOT_EXIST 3 time(s) from "
+            "2026-01-01T00:00:05.000Z to 2026-01-01T00:00:07.000Z; none came for 120 s after "
+            "2026-01-01T00:00:07.000Z.",
             evidence={
                 "first_refusal": ms(5),
                 "last_refusal": ms(7),
                 "refusals": 3,
                 "brokers": {"a": 2, "b": 1},
                 "resolution": "quiet for 120 s",
+                "opened_with": {
+                    "first_refusal": ms(5),
+                    "last_refusal": ms(5),
+                    "refusals": 1,
+                    "brokers": {"a": 1},
+                },
             },
             remedy=f"Create T on a, b (`mqadmin updateTopic -n {NS1} -b a:10911 -t T`, "
             f"`mqadmin updateTopic -n {NS1} -b b:10911 -t T`), or remove the stale TBW102 "

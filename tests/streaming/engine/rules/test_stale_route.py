@@ -26,14 +26,24 @@ def test_a_topic_routed_to_a_master_that_does_not_hold_it_is_stale_until_it_does
     run_ = run(t, batch_size=batch_size)
 
     assert alerts(run_) == [("STALE_ROUTE", "C", "T", 0.0, 60.0)]
-    (stale,) = final(run_)
-    assert stale["severity"] == "warning" and stale["state"] == "resolved"
-    assert stale["summary"] == (
+    opened = run_.cluster("C").alert_changes[0]
+    assert opened.summary == (
         "Topic T is routed to b, which does not hold it: a producer sending there is refused "
         "(TOPIC_NOT_EXIST) unless auto-creation makes the topic again, and a consumer of those "
         "queues reads nothing."
     )
-    assert stale["evidence"] == {"stale_routes": {NS1: ["b"]}, "brokers_holding_topic": ["a"]}
+    (stale,) = final(run_)
+    assert stale["severity"] == "warning" and stale["state"] == "resolved"
+    assert stale["summary"] == (
+        "Topic T was routed to b, which did not hold it, from 2026-01-01T00:00:00.000Z; from "
+        "2026-01-01T00:01:00.000Z no live master was routed it without holding it."
+    )
+    assert stale["evidence"] == {
+        "stale_routes": {},
+        "brokers_holding_topic": ["a", "b"],
+        "resolution": "no stale route left",
+        "opened_with": {"stale_routes": {NS1: ["b"]}, "brokers_holding_topic": ["a"]},
+    }
     assert stale["remedy"].startswith("Make it there again with `mqadmin updateTopic -n ")
     assert " -b b:10911 " in stale["remedy"] and " -r 4 -w 4" in stale["remedy"]
     assert f"`mqadmin deleteTopic -n {NS1} -c C -t T`" in stale["remedy"]

@@ -37,13 +37,21 @@ def test_template_missing_resolves_on_a_full_registration_with_a_usable_tbw102(
             severity="warning",
             opened=0,
             resolved=60,
-            summary="Broker a has autoCreateTopicEnable=true but has no TBW102: topics sent to it "
-            "are not auto-created.",
-            evidence={
+            summary="Broker a had autoCreateTopicEnable=true without a usable TBW102 (missing) "
+            "from 2026-01-01T00:00:00.000Z; its full registration at 2026-01-01T00:01:00.000Z "
+            f"on {NS1} carried a usable TBW102.",
+            evidence={  # the registration that resolved it, and the one it opened with
                 "namesrv": NS1,
                 "auto_create_topic_enable": True,
-                "tbw102": "usable",  # brought up to date on resolution
-                "data_version": "v1",
+                "tbw102": "usable",
+                "data_version": "v2",
+                "resolution": "usable TBW102",
+                "opened_with": {
+                    "namesrv": NS1,
+                    "auto_create_topic_enable": True,
+                    "tbw102": "missing",
+                    "data_version": "v1",
+                },
             },
             remedy=TEMPLATE_REMEDY,
         )
@@ -72,13 +80,21 @@ def test_template_missing_without_inherit_resolves_when_auto_creation_is_turned_
             severity="warning",
             opened=0,
             resolved=30,
-            summary="Broker a has autoCreateTopicEnable=true but has a TBW102 without INHERIT: "
-            "topics sent to it are not auto-created.",
+            summary="Broker a had autoCreateTopicEnable=true without a usable TBW102 "
+            "(no_inherit) from 2026-01-01T00:00:00.000Z; its full registration at "
+            f"2026-01-01T00:00:30.000Z on {NS1} carried autoCreateTopicEnable=false.",
             evidence={
                 "namesrv": NS1,
-                "auto_create_topic_enable": False,  # brought up to date on resolution
+                "auto_create_topic_enable": False,
                 "tbw102": "no_inherit",
-                "data_version": "v1",
+                "data_version": "v2",
+                "resolution": "auto-creation off",
+                "opened_with": {
+                    "namesrv": NS1,
+                    "auto_create_topic_enable": True,
+                    "tbw102": "no_inherit",
+                    "data_version": "v1",
+                },
             },
             remedy=TEMPLATE_REMEDY,
         )
@@ -105,13 +121,21 @@ def test_template_missing_is_judged_on_a_whole_split_registration_and_outlives_t
             severity="warning",
             opened=1,
             resolved=200,
-            summary="Broker a has autoCreateTopicEnable=true but has no TBW102: topics sent to it "
-            "are not auto-created.",
+            summary="Broker a had autoCreateTopicEnable=true without a usable TBW102 (missing) "
+            "from 2026-01-01T00:00:01.000Z; its full registration at 2026-01-01T00:03:20.000Z "
+            f"on {NS1} carried a usable TBW102.",
             evidence={
                 "namesrv": NS1,
                 "auto_create_topic_enable": True,
                 "tbw102": "usable",
-                "data_version": "v1",
+                "data_version": "v2",
+                "resolution": "usable TBW102",
+                "opened_with": {
+                    "namesrv": NS1,
+                    "auto_create_topic_enable": True,
+                    "tbw102": "missing",
+                    "data_version": "v1",
+                },
             },
             remedy=TEMPLATE_REMEDY,
         ),
@@ -122,14 +146,22 @@ def test_template_missing_is_judged_on_a_whole_split_registration_and_outlives_t
             severity="critical",
             opened=121,
             resolved=200,
-            summary="Broker a (id 0) has been silent for over 120 s on every NameServer; 2 "
-            "topic(s) it held have no route left.",
+            summary="Broker a (id 0) was silent on every NameServer from "
+            "2026-01-01T00:02:01.000Z; at 2026-01-01T00:03:20.000Z it registered again.",
             evidence={
-                "last_heartbeat": ms(1),
+                "last_heartbeat": ms(200),
                 "addr": "a:10911",
                 "namesrvs": [NS1],
-                "topics_without_route": {"items": ["X", "Y"], "count": 2},
+                "topics_without_route": {"items": [], "count": 0},
+                "system_topics": [],
                 "resolution": "heartbeat received",
+                "opened_with": {
+                    "last_heartbeat": ms(1),
+                    "addr": "a:10911",
+                    "namesrvs": [NS1],
+                    "topics_without_route": {"items": ["X", "Y"], "count": 2},
+                    "system_topics": [],
+                },
             },
             remedy=EXPIRED_REMEDY,
         ),

@@ -32,9 +32,17 @@ INFERRED = (
 
 
 STUCK_ON_A = (
-    "Auto-created topic T is on 1 of 2 brokers and will stay there: its producers' routes have "
-    "converged on that subset."
+    f"Auto-created topic T is on 1 of 2 brokers (a) as NameServer {NS1} route it, and the others "
+    "will not get it by themselves"
 )
+# how the summary says an inferred auto-creation (observed: nothing)
+HOW = {
+    "observed": "",
+    "inferred_while_watching": " (its auto-creation inferred from a config that appeared while "
+    "routewatch watched)",
+    "inferred_at_start": " (its auto-creation inferred from a config found on these brokers "
+    "only when routewatch started)",
+}
 
 
 def _watched(until: float = 120, step: float = 10) -> Trace:
@@ -65,7 +73,7 @@ def _coverage(opened: float, how: str, *, auto_created: float = 20) -> dict[str,
         topic="T",
         severity="critical",
         opened=opened,
-        summary=STUCK_ON_A,
+        summary=STUCK_ON_A + HOW[how] + ".",
         evidence={
             "coverage": "1/2",
             "brokers_with_topic": ["a"],
@@ -167,6 +175,19 @@ def test_partial_coverage_settles_60_s_after_auto_creation_and_resolves_at_risk(
 
     run_ = run(t, batch_size=batch_size)
 
+    at_risk = {
+        "producers": [
+            {
+                "client_id": "p1",
+                "template_brokers": ["a", "b"],
+                "brokers_with_topic": ["a"],
+                "template_route_since": ms(0.5),
+                "next_refresh_by": ms(30.5),
+            }
+        ],
+        "brokers_with_topic": ["a"],
+        "condition_since": ms(1),
+    }
     assert final(run_) == [
         expect(
             "AT_RISK",
@@ -174,22 +195,13 @@ def test_partial_coverage_settles_60_s_after_auto_creation_and_resolves_at_risk(
             severity="warning",
             opened=6,  # the condition holds from 1 s, + 5 s
             resolved=60.5,
-            summary="Topic T is on 1 of the 2 brokers its producers' template route covers; at "
-            "their next route refresh (by 2026-01-01T00:00:30.500Z) it collapses to those "
-            "brokers.",
+            summary="Topic T was on 1 of the 2 brokers its producers' template route covered "
+            "from 2026-01-01T00:00:06.000Z; PARTIAL_COVERAGE took over at "
+            "2026-01-01T00:01:00.500Z.",
             evidence={
-                "producers": [
-                    {
-                        "client_id": "p1",
-                        "template_brokers": ["a", "b"],
-                        "brokers_with_topic": ["a"],
-                        "template_route_since": ms(0.5),
-                        "next_refresh_by": ms(30.5),
-                    }
-                ],
-                "brokers_with_topic": ["a"],
-                "condition_since": ms(1),
+                **at_risk,
                 "resolution": "partial coverage opened",
+                "opened_with": at_risk,
             },
             remedy=create_remedy("T", 4),
         ),
@@ -198,8 +210,7 @@ def test_partial_coverage_settles_60_s_after_auto_creation_and_resolves_at_risk(
             topic="T",
             severity="critical",
             opened=60.5,  # auto-created at 0.5 s, + 60 s
-            summary="Auto-created topic T is on 1 of 2 brokers and will stay there: its "
-            "producers' routes have converged on that subset.",
+            summary=STUCK_ON_A + "; producer p1 still holds its template route.",
             evidence={
                 "coverage": "1/2",
                 "brokers_with_topic": ["a"],
