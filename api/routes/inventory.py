@@ -42,14 +42,20 @@ def list_topics(
     store: StoreDep,
     cache: TopicCacheDep,
     cluster: str | None = None,
+    system: Annotated[
+        bool | None,
+        Query(
+            description="true: only RocketMQ's own topics; false: only the others (default: all)"
+        ),
+    ] = None,
     coverage_below: Annotated[float | None, Query(ge=0, le=1)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
 ) -> Response:
     after = None if cursor is None else _position(cursor)
-    make = partial(_page, store, cluster, coverage_below, after, limit)
+    make = partial(_page, store, cluster, system, coverage_below, after, limit)
     with store.snapshot():
-        page = cache.page(store, (cluster, coverage_below, after, limit), make)
+        page = cache.page(store, (cluster, system, coverage_below, after, limit), make)
     # the page as rendered when it was made (a TopicsPublic): sent as it is
     return Response(page.body, media_type="application/json")
 
@@ -57,13 +63,16 @@ def list_topics(
 def _page(
     store: Store,
     cluster: str | None,
+    system: bool | None,
     coverage_below: float | None,
     after: SortKey | None,
     limit: int,
     index: TopicIndex,
 ) -> TopicsPublic:
     """One page of ``GET /topics`` from the version's index, with the page's routes."""
-    page = index.page(cluster=cluster, coverage_below=coverage_below, after=after, limit=limit)
+    page = index.page(
+        cluster=cluster, system=system, coverage_below=coverage_below, after=after, limit=limit
+    )
     items = topic_items(store, index.brokers, page.topics)
     following = encode_topic_cursor(page.topics[-1].sort_key) if page.more else None
     data = [TopicPublic.model_validate(item) for item in items]

@@ -208,7 +208,7 @@ def test_limit_takes_1_to_1000_as_documented(client: TestClient, url: str) -> No
         ("GET", "/alerts/stream", "after"),
         ("POST", "/alerts/some-id/ack", "none"),
         ("POST", "/alerts/some-id/silence?until=1", "until"),
-        ("GET", "/topics", "cluster, coverage_below, cursor, limit"),
+        ("GET", "/topics", "cluster, coverage_below, cursor, limit, system"),
         ("GET", "/topics/DefaultCluster/StuckTopic", "since, until, window"),
         ("GET", "/brokers", "none"),
         ("GET", "/quarantine", "limit"),

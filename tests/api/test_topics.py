@@ -26,7 +26,14 @@ from tests.support.stores import EngineJob
 from tests.support.traces import write_trace
 
 PROBLEM = "application/problem+json"
-FILTERS = [{}, {"coverage_below": 1}, {"coverage_below": 0.75}, {"cluster": "DefaultCluster"}]
+FILTERS = [
+    {},
+    {"coverage_below": 1},
+    {"coverage_below": 0.75},
+    {"cluster": "DefaultCluster"},
+    {"system": "false"},
+    {"system": "true", "cluster": "DefaultCluster"},
+]
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -66,7 +73,11 @@ def _cache(client: TestClient) -> TopicCache:
     return cache
 
 
-@pytest.mark.parametrize("filters", FILTERS, ids=["all", "below-1", "below-0.75", "cluster"])
+@pytest.mark.parametrize(
+    "filters",
+    FILTERS,
+    ids=["all", "below-1", "below-0.75", "cluster", "not-system", "system-of-cluster"],
+)
 def test_small_pages_return_every_topic_once_in_order_as_one_large_page(
     any_client: TestClient, filters: dict[str, Any]
 ) -> None:
@@ -82,6 +93,19 @@ def test_small_pages_return_every_topic_once_in_order_as_one_large_page(
     below = filters.get("coverage_below")
     if below is not None:
         assert all(t["coverage"] is not None and t["coverage"] < below for t in items)
+
+
+def test_system_filters_return_exactly_the_system_and_the_other_topics(
+    any_client: TestClient,
+) -> None:
+    everything = any_client.get("/topics?limit=1000").json()["data"]
+    system = any_client.get("/topics?limit=1000&system=true").json()
+    others = any_client.get("/topics?limit=1000&system=false").json()
+
+    assert system["data"] == [t for t in everything if t["system"]]
+    assert others["data"] == [t for t in everything if not t["system"]]
+    assert system["count"] == len(system["data"]) > 0 and others["count"] == len(others["data"]) > 0
+    assert {"TBW102", "DefaultCluster_REPLY_TOPIC"} & {t["topic"] for t in system["data"]}
 
 
 def test_the_order_is_worst_coverage_first_unknown_last(any_client: TestClient) -> None:

@@ -16,6 +16,7 @@ import orjson
 
 from routewatch.testing.processes import free_port, start_routewatch, stop, wait_for
 from routewatch.testing.rocketmq import BrokerSpec, ClusterSpec, RocketMQCluster
+from tests.support.alert_wording import wording_problems
 from tests.support.route_driver import RouteDriver
 from tests.support.traces import evaluate_events, expected, shape
 
@@ -119,6 +120,11 @@ def broker_side_alerts(cluster: RocketMQCluster, driver: RouteDriver, tmp_path: 
     expired = next(a for a in alerts if a.kind == "BROKER_EXPIRED")
     # its last heartbeat is at most one renewal (30 s) and a poll before the kill
     assert killed_at + 120_000 - 32_000 <= expired.opened_at <= killed_at + 120_000
+    # what they say holds of their evidence, and no system topic of the real brokers' tables
+    # (the cluster's and brokers' own, the reply topic, TBW102, ...) in a count or topic list
+    brokers = frozenset(b.name for b in SPEC.brokers)
+    assert [p for a in alerts for p in wording_problems(a.to_dict(), brokers)] == []
+    assert "broker-b" in expired.evidence["system_topics"]
 
     # the counters, on its own /metrics while it ran (the spool got every event it wrote)
     values = dict(

@@ -78,20 +78,22 @@ class TopicIndex:
     version: StoreVersion
     brokers: ClusterBrokers
     topics: list[TopicSummary]
-    by_cluster: dict[str, list[TopicSummary]]
+    # (cluster or None: every cluster, system or None: both) -> its topics, in the same order
+    lists: dict[tuple[str | None, bool | None], list[TopicSummary]]
 
     def page(
         self,
         *,
         cluster: str | None = None,
+        system: bool | None = None,
         coverage_below: float | None = None,
         after: SortKey | None = None,
         limit: int,
     ) -> TopicPage:
-        """The ``limit`` topics following ``after`` that match the filters. Those with a
-        coverage below ``coverage_below`` are a prefix of the order, so this costs
-        O(log n + limit) whatever the filters."""
-        ordered = self.topics if cluster is None else self.by_cluster.get(cluster, [])
+        """The ``limit`` topics following ``after`` that match the filters (``system``: only
+        system topics, or only the others). Those with a coverage below ``coverage_below`` are
+        a prefix of the order, so this costs O(log n + limit) whatever the filters."""
+        ordered = self.lists.get((cluster, system), [])
         end = len(ordered)
         if coverage_below is not None:
             end = bisect.bisect_left(ordered, (coverage_below, "", ""), key=_sort_key)
@@ -193,10 +195,16 @@ def topic_index(store: Store, version: StoreVersion) -> TopicIndex:
     """Every topic's summary, sorted, for the store's ``version`` (read in the same snapshot)."""
     brokers = cluster_brokers(store)
     topics = sorted(topic_summaries(store, brokers), key=_sort_key)
-    by_cluster: dict[str, list[TopicSummary]] = {}
+    lists: dict[tuple[str | None, bool | None], list[TopicSummary]] = {
+        (None, None): topics,
+        (None, True): [],
+        (None, False): [],
+    }
     for summary in topics:
-        by_cluster.setdefault(summary.cluster, []).append(summary)
-    return TopicIndex(version, brokers, topics, by_cluster)
+        lists[(None, summary.system)].append(summary)
+        for key in ((summary.cluster, None), (summary.cluster, summary.system)):
+            lists.setdefault(key, []).append(summary)
+    return TopicIndex(version, brokers, topics, lists)
 
 
 def encode_topic_cursor(key: SortKey) -> str:

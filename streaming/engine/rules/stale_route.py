@@ -48,9 +48,9 @@ class StaleRoute(TopicRule):
             key,
             at,
             severity="warning",
-            summary=f"Topic {topic} is routed to {them}, which {do} not hold it: a producer "
-            "sending there is refused (TOPIC_NOT_EXIST) unless auto-creation makes the topic "
-            "again, and a consumer of those queues reads nothing.",
+            summary=f"Topic {topic} is routed to {them}, which {do} not hold it: sends routed "
+            "there are refused (TOPIC_NOT_EXIST) unless auto-creation makes the topic again, and "
+            "reads of those queues find nothing.",
             evidence={
                 "stale_routes": {ns: bs for ns, bs in sorted(views.items())},
                 "brokers_holding_topic": holding,

@@ -11,6 +11,7 @@ from emitter.scenarios import SCENARIOS
 from emitter.versions import ROCKETMQ_4, ROCKETMQ_5, Release
 from streaming.engine import run_cluster, run_stream
 from streaming.engine.runner import ClusterRun, StreamRun
+from tests.support.alert_wording import wording_problems
 from tests.support.traces import Arrival, arrivals, expected, shape
 
 START = 1_767_225_600_000
@@ -173,3 +174,31 @@ def test_events_with_the_same_ts_and_no_seq_apply_in_arrival_order() -> None:
     run = run_cluster("C", arrivals, lateness_ms=2000)
 
     assert [c.config for c in run.route_changes] == [(8, 8, 6), (4, 4, 6)]
+
+
+def _brokers(trace: list[Arrival]) -> frozenset[str]:
+    return frozenset(
+        e["broker"]
+        for e in (orjson.loads(raw) for _, _, _, raw in trace)
+        if e["type"] == "heartbeat"
+    )
+
+
+@pytest.mark.parametrize("version", [ROCKETMQ_4, ROCKETMQ_5], ids=["rocketmq4", "rocketmq5"])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_alert_says_only_what_its_evidence_holds(name: str, version: Release) -> None:
+    """Every version of every alert (docs/alerts.md, "Reading an alert"): a resolved one in the
+    past tense, with its evidence at the resolution and what it opened with apart; no producer
+    its evidence does not name; no system topic in a count or a list of topics."""
+    trace = arrivals(name, 3, version)
+    run = run_stream(trace, lateness_ms=2000)
+    brokers = _brokers(trace)
+
+    problems = [
+        p
+        for cluster in run.clusters.values()
+        for alert in cluster.alert_changes
+        for p in wording_problems(alert.to_dict(), brokers)
+    ]
+
+    assert problems == []

@@ -28,9 +28,9 @@ def test_a_topic_routed_to_a_master_that_does_not_hold_it_is_stale_until_it_does
     assert alerts(run_) == [("STALE_ROUTE", "C", "T", 0.0, 60.0)]
     opened = run_.cluster("C").alert_changes[0]
     assert opened.summary == (
-        "Topic T is routed to b, which does not hold it: a producer sending there is refused "
-        "(TOPIC_NOT_EXIST) unless auto-creation makes the topic again, and a consumer of those "
-        "queues reads nothing."
+        "Topic T is routed to b, which does not hold it: sends routed there are refused "
+        "(TOPIC_NOT_EXIST) unless auto-creation makes the topic again, and reads of those queues "
+        "find nothing."
     )
     (stale,) = final(run_)
     assert stale["severity"] == "warning" and stale["state"] == "resolved"
