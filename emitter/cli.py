@@ -29,7 +29,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(JSON lines; gzip when FILE ends in .gz).",
     )
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--list", action="store_true", help="print the scenario names, one per line")
+    what.add_argument(
+        "--list",
+        action="store_true",
+        help="print the scenarios, one per line: its name, then what it does",
+    )
     what.add_argument("--scenario", metavar="NAME", help="the scenario to run")
     what.add_argument("--fleet", action="store_true", help="generate a healthy fleet's traffic")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -62,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run(args: argparse.Namespace) -> int:
     if args.list:
-        print("\n".join(SCENARIOS))
+        width = max(map(len, SCENARIOS))
+        for name, listed in SCENARIOS.items():
+            print(f"{name:{width}}  {listed.summary}")
         return 0
     if args.expected:
         if args.scenario not in SCENARIOS:

@@ -153,3 +153,53 @@ def test_every_reading_reason_is_documented_and_a_line_not_utf8_gives_its_detail
     (out,) = validate_batches(iter([batch]))
     assert (out.column("reason")[0].as_py(), out.column("detail")[0].as_py()) == rows[0][::2]
     assert set(BAD_INPUT_REASONS) == set(READ_REASONS) | set(LINE_REASONS)
+
+
+_NUMBERS = {
+    w: n
+    for n, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+        ]
+    )
+}
+_KIND_COUNT = re.compile(
+    r"\b("
+    + "|".join(_NUMBERS)
+    + r"|\d+)\s+(?:alert\s+)?kinds\b|catalogue's\s+("
+    + "|".join(_NUMBERS)
+    + r"|\d+)\b",
+    re.IGNORECASE,
+)
+
+
+def test_every_count_of_alert_kinds_in_the_docs_is_the_catalogues() -> None:
+    """A number of kinds said in the README or docs/ is len(ALERT_KINDS) (the API's enumeration
+    is the AlertKind literal ALERT_KINDS derives from)."""
+    from routewatch.alerts import ALERT_KINDS
+
+    wrong = []
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        if path.name == "performance-notes.md":  # (history: the kinds of its day)
+            continue
+        for found in _KIND_COUNT.finditer(path.read_text()):
+            word = (found.group(1) or found.group(2)).lower()
+            count = int(word) if word.isdigit() else _NUMBERS[word]
+            if count != len(ALERT_KINDS):
+                wrong.append(f"{path.name}: {found.group(0)!r}")
+    assert wrong == []

@@ -147,8 +147,9 @@ def claim_spool(spool: Path, origin: str) -> None:
         raise RoutewatchError(
             f"the spool {spool} holds {what}, and {ORIGINS[origin].split(' (')[0]} must not mix "
             "with them in one job: give this command a data directory of its own "
-            "(ROUTEWATCH_DATA_DIR, or ROUTEWATCH_SPOOL_DIR), or delete that spool and the job's "
-            "store and checkpoints if what it holds is no longer wanted."
+            "(ROUTEWATCH_DATA_DIR, or ROUTEWATCH_SPOOL_DIR), or, if what it holds is no longer "
+            "wanted, delete that spool and the job's store and checkpoints with "
+            "`routewatch reset --spool --yes`."
         )
     if not held:
         try:

@@ -70,9 +70,16 @@ def register_reset(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         "kafka) and the store they share, so that the next routewatch stream starts from the "
         "first input its source still holds, with a new store. Stop every routewatch stream "
         "first. The alert history, acknowledgements and silences are lost; the spool's files "
-        "and the Kafka topic stay. Without --yes, prints what it would delete.",
+        "stay unless --spool, and the Kafka topic stays. Without --yes, prints what it would "
+        "delete (status 0, or 2 while a job may still run).",
     )
     parser.add_argument("--yes", action="store_true", help="delete them (default: only list)")
+    parser.add_argument(
+        "--spool",
+        action="store_true",
+        help="also delete the spool's files and its mark of what it holds (replayed traces, or "
+        "a live cluster's events), e.g. to watch a live cluster from a directory a replay wrote",
+    )
     parser.add_argument(
         "--force",
         action="store_true",
@@ -84,19 +91,28 @@ def register_reset(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 
 def _reset(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
-    from streaming.job.reset import RESET_COMMAND, reset_job, what_reset_deletes
+    from streaming.job.reset import RESET_COMMAND, reset_job, running_job, what_reset_deletes
 
+    command = RESET_COMMAND + (" --spool" if args.spool else "")
     if not args.yes:
+        listed = what_reset_deletes(settings, spool=args.spool)
+        if not listed:
+            print("nothing to delete: the job has no checkpoint and no store yet")
+            return 0
         print("routewatch reset would delete:")
-        for what in what_reset_deletes(settings):
+        for what in listed:
             print(f"  {what}")
-        print(
-            f"routewatch: nothing was deleted: stop every routewatch stream, then run "
-            f"{RESET_COMMAND} to delete these.",
-            file=sys.stderr,
-        )
-        return 2
-    deleted = reset_job(settings, force=args.force)
+        running = None if args.force else running_job(settings)
+        if running is not None:
+            print(
+                f"routewatch: nothing was deleted: {running}: stop every routewatch stream, "
+                f"then run {command} to delete these.",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"nothing was deleted: run {command} to delete these.")
+        return 0
+    deleted = reset_job(settings, force=args.force, spool=args.spool)
     for what in deleted:
         print(f"deleted {what}")
     if not deleted:

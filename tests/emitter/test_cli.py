@@ -22,11 +22,14 @@ def _routewatch(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_list_prints_every_scenario_name_one_per_line() -> None:
+def test_list_prints_every_scenario_one_per_line_its_name_then_what_it_does() -> None:
     result = _routewatch("simulate", "--list")
 
     assert result.returncode == 0
-    assert result.stdout.splitlines() == list(SCENARIOS)
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(SCENARIOS)  # no header line
+    for line, scenario in zip(lines, SCENARIOS.values(), strict=True):
+        assert line.endswith("  " + scenario.summary) and scenario.summary
 
 
 def test_a_scenario_is_written_as_gzipped_json_lines(tmp_path: Path) -> None:

@@ -246,8 +246,9 @@ def test_simulated_and_live_events_never_share_a_spool(trace: Path, tmp_path: Pa
     assert done.stderr == (
         f"routewatch: the spool {spool} holds replayed traces (routewatch replay wrote there), "
         "and a live cluster's events must not mix with them in one job: give this command a "
-        "data directory of its own (ROUTEWATCH_DATA_DIR, or ROUTEWATCH_SPOOL_DIR), or delete "
-        "that spool and the job's store and checkpoints if what it holds is no longer wanted.\n"
+        "data directory of its own (ROUTEWATCH_DATA_DIR, or ROUTEWATCH_SPOOL_DIR), or, if what "
+        "it holds is no longer wanted, delete that spool and the job's store and checkpoints "
+        "with `routewatch reset --spool --yes`.\n"
     )
     # the other way: a live spool refuses a replay, and keeps only the collector's files
     live = _env(tmp_path, ROUTEWATCH_DATA_DIR=str(tmp_path / "live"))
