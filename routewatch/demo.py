@@ -29,6 +29,7 @@ from routewatch.errors import RoutewatchError
 from routewatch.listen import check_can_listen
 from routewatch.settings import Settings, load
 from routewatch.store import StoreError, open_store
+from routewatch.terminal import AlertChanges
 
 __all__ = ["register"]
 
@@ -106,37 +107,6 @@ def _api_up(url: str) -> bool:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
-
-
-def _alert_line(change: str, alert: dict[str, Any]) -> str:
-    where = alert["topic"] or f"{alert['broker']}/{alert['broker_id']}"
-    return (
-        f"  {change:8s} {alert['severity']:8s} {alert['kind']:18s} "
-        f"{alert['cluster']}/{where:14s} {alert['summary']}"
-    )
-
-
-@dataclass
-class _AlertChanges:
-    """The store's alert log, printed entry by entry: every alert opened and resolved, and an
-    update when it changes what the line shows (severity or summary; an update of the evidence
-    alone is left out). Reading the log, not the alerts' current state, shows an alert that
-    opened and resolved between two reads (AT_RISK in the demo) as both."""
-
-    after: int = 0  # the last log entry read
-    shown: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> severity, summary
-
-    def lines(self, entries: list[dict[str, Any]]) -> list[str]:
-        out = []
-        for entry in entries:
-            self.after = max(self.after, entry["seq"])
-            alert, change = entry["alert"], entry["change"]
-            looks = (alert["severity"], alert["summary"])
-            if change == "updated" and self.shown.get(alert["id"]) == looks:
-                continue
-            self.shown[alert["id"]] = looks
-            out.append(_alert_line(change, alert))
-        return out
 
 
 CHANGES_HEADER = (
@@ -278,7 +248,7 @@ def _watch(
     children: _Children, root: Path, replay: subprocess.Popen[bytes], stopping: list[int]
 ) -> None:
     """Print every alert change and a progress line every few seconds, until a signal."""
-    changes = _AlertChanges()
+    changes = AlertChanges()
     store_url = f"sqlite:///{root / 'routewatch.db'}"
     last_status = 0.0
     replay_done = False

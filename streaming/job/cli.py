@@ -18,12 +18,14 @@ __all__ = ["configure_logging", "register_evaluate", "register_reset", "register
 def register_evaluate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "evaluate",
-        help="run the pipeline over traces and print the alerts each ends with",
-        description="Run the streaming pipeline to completion over each trace separately (the "
-        "default; one Spark session for all), or over all of them as one stream "
-        "(--one-stream), and print the alerts each ends with, open and resolved, and how many "
-        "of its lines were events and how many bad input. Fails (status 2) when a trace holds "
-        "no event at all.",
+        help="run traces to completion and print the alerts each ends with",
+        description="Run each trace to completion separately (the default), or all of them as "
+        "one stream (--one-stream), and print the alerts each ends with, open and resolved, "
+        "with their remedies, how many of its lines were events, and each bad line by file "
+        "and line (the first 20, then a count). The local engine (the default) runs the job's "
+        "own step in this process, in seconds; --engine spark runs the Spark job, the same "
+        "stages as routewatch stream; both give the same alerts. Fails (status 2) when a trace "
+        "holds no event at all.",
     )
     parser.add_argument(
         "traces",
@@ -33,14 +35,24 @@ def register_evaluate(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="JSON-lines trace (.jsonl or .jsonl.gz); with --one-stream also a directory",
     )
     parser.add_argument(
+        "--engine",
+        choices=["local", "spark"],
+        default="local",
+        help="local: the job's step in this process (default); spark: the Spark job",
+    )
+    parser.add_argument(
         "--one-stream",
         action="store_true",
         help="read every TRACE as one stream, in the order the job reads a spool (by "
         "modification time, then path), e.g. the files of a spool directory; the result is "
         "named 'stream' (default: each trace on its own)",
     )
-    parser.add_argument(
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
         "--json", action="store_true", help="print one JSON object: trace path -> list of alerts"
+    )
+    output.add_argument(
+        "--jsonl", action="store_true", help="print one alert per line, each with its 'trace'"
     )
     parser.set_defaults(handler=_evaluate)
 
@@ -120,31 +132,55 @@ def _reset(args: argparse.Namespace) -> int:
     return 0
 
 
+ENGINES = {
+    "local": "engine local: the job's step in this process",
+    "spark": "engine spark: the Spark job's stages",
+}
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
-    from streaming.job.evaluate import check_readable, evaluate_runs
-    from streaming.spark.session import spark_session, stop_session
+    from routewatch.terminal import alert_line, remedy_line
+    from streaming.job.evaluate import check_readable, evaluate_local, evaluate_runs
 
     for path in args.traces:
         if not (args.one_stream and path.is_dir()):
-            check_readable(path)  # before starting Spark
+            check_readable(path)  # before starting anything
+    if args.engine == "local":
+        results = evaluate_local(list(args.traces), settings, args.one_stream)
+    else:
+        from streaming.spark.session import spark_session, stop_session
 
-    spark = spark_session(settings.session_master(), "routewatch-evaluate", settings.spark_conf())
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
-        results = evaluate_runs(spark, list(args.traces), settings, args.one_stream)
-    finally:
-        stop_session(spark)
+        master, conf = settings.session_master(), settings.spark_conf()
+        spark = spark_session(master, "routewatch-evaluate", conf)
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            results = evaluate_runs(spark, list(args.traces), settings, args.one_stream)
+        finally:
+            stop_session(spark)
     if args.json:
         alerts = {name: run.alerts for name, run in results.items()}
         sys.stdout.write(orjson.dumps(alerts, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.jsonl:
+        for name, run in results.items():
+            for alert in run.alerts:
+                sys.stdout.write(orjson.dumps({"trace": name, **alert}).decode() + "\n")
     else:
+        print(f"routewatch evaluate ({ENGINES[args.engine]})")
         for name, run in results.items():
             print(f"{name}: {len(run.alerts)} alert(s), from {run.summary()}")
+            for line in run.bad_lines:
+                print(f"  bad input: {line}")
+            more = sum(run.bad.values()) - len(run.bad_lines)
+            if more > 0:
+                print(f"  bad input: {more} more line(s)")
             for a in run.alerts:
-                where = a["topic"] or f"{a['broker']}/{a['broker_id']}"
-                cause = f" cause={a['cause']}" if a["cause"] else ""
-                print(f"  {a['state']:8s} {a['severity']:8s} {a['kind']:18s} {where}{cause}")
+                print(alert_line(a["state"], a))
+                remedy = remedy_line(a)
+                if remedy is not None:
+                    print(remedy)
+    if args.json or args.jsonl:
+        print(f"routewatch evaluate: {ENGINES[args.engine]}", file=sys.stderr)
     empty = [name for name, run in results.items() if not run.events]
     for name in empty:
         print(

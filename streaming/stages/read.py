@@ -51,6 +51,7 @@ __all__ = [
     "TABLES_BY_REFERENCE",
     "LinesOf",
     "counting_lines",
+    "line_text",
     "pack_batches",
     "pack_events",
     "read_events",
@@ -212,16 +213,21 @@ def _decode(value: bytes | str | _Damaged, origin: str) -> tuple[str, dict[str, 
         return value, KNOWN_TABLES.parse(value)
     if isinstance(value, _Damaged):
         return value.path.decode(errors="backslashreplace"), BadInput("corrupt_file", value.detail)
+    text, bad = line_text(value, origin)
+    return text, bad if bad is not None else KNOWN_TABLES.parse(text)
+
+
+def line_text(value: bytes, origin: str) -> tuple[str, BadInput | None]:
+    """A line's bytes as text, and why it is bad input if it is not UTF-8 (``not_utf8``, naming
+    where it came from; each bad byte written as a backslash escape)."""
     try:
-        text = value.decode()
+        return value.decode(), None
     except UnicodeDecodeError as exc:
-        where = _where(origin)
         return value.decode("utf-8", "backslashreplace"), BadInput(
             "not_utf8",
             f"the input is not UTF-8 (byte 0x{value[exc.start]:02x} at position {exc.start} "
-            f"is not valid there){where}",
+            f"is not valid there){_where(origin)}",
         )
-    return text, KNOWN_TABLES.parse(text)
 
 
 def _where(origin: str) -> str:

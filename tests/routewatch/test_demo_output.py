@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from emitter.scenarios import SCENARIOS
-from routewatch.demo import SCENARIO, _AlertChanges, clocks_lines, where_to_look
+from routewatch.demo import SCENARIO, clocks_lines, where_to_look
+from routewatch.terminal import AlertChanges
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -24,12 +25,15 @@ def _entry(seq: int, change: str, kind: str, **alert: Any) -> dict[str, Any]:
         "broker": None,
         "broker_id": None,
         "summary": "s",
+        "opened_at": 1_767_225_603_000,
+        "updated_at": 1_767_225_605_000,
+        "resolved_at": 1_767_225_605_000 if change == "resolved" else None,
     }
     return {"seq": seq, "change": change, "alert": {**fields, **alert}}
 
 
 def test_every_opening_and_resolution_is_printed_and_an_update_when_its_line_changes() -> None:
-    changes = _AlertChanges()
+    changes = AlertChanges()
     log = [
         # opened and resolved between two reads of the store: both are printed
         _entry(1, "opened", "AT_RISK", severity="warning", summary="at risk"),
@@ -47,7 +51,9 @@ def test_every_opening_and_resolution_is_printed_and_an_update_when_its_line_cha
         ["opened", "critical", "PARTIAL_COVERAGE"],
         ["updated", "critical", "PARTIAL_COVERAGE"],
     ]
-    assert lines[-1].endswith("DefaultCluster/StuckTopic     on 1 of 2 brokers")
+    assert lines[0].split()[4] == "2026-01-01T00:00:03.000Z"  # when it opened, ISO 8601
+    assert lines[1].split()[4] == "2026-01-01T00:00:05.000Z"  # when it resolved
+    assert lines[-1].endswith("2026-01-01T00:00:05.000Z  on 1 of 2 brokers")
     assert changes.after == 5  # the next read starts after the last entry
     assert changes.lines([]) == []
 
@@ -55,7 +61,7 @@ def test_every_opening_and_resolution_is_printed_and_an_update_when_its_line_cha
 def test_a_broker_alert_names_the_broker() -> None:
     entry = _entry(1, "opened", "BROKER_EXPIRED", topic=None, broker="broker-c", broker_id=0)
 
-    [line] = _AlertChanges().lines([entry])
+    [line] = AlertChanges().lines([entry])
 
     assert "DefaultCluster/broker-c/0" in line
 

@@ -20,7 +20,16 @@ def test_evaluate_ends_every_case_with_exactly_its_alerts(tmp_path: Path) -> Non
     traces = [CASES_DIR / name for name in CASES]
 
     result = subprocess.run(
-        [sys.executable, "-m", "routewatch.cli", "evaluate", *map(str, traces), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "routewatch.cli",
+            "evaluate",
+            "--engine",
+            "spark",
+            *map(str, traces),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path / "data")},

@@ -30,7 +30,16 @@ def test_evaluate_prints_each_traces_alerts_as_json(tmp_path: Path) -> None:
         write_trace(SCENARIOS[name].run(seed=2), traces[-1])
 
     result = subprocess.run(
-        [sys.executable, "-m", "routewatch.cli", "evaluate", *map(str, traces), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "routewatch.cli",
+            "evaluate",
+            "--engine",
+            "spark",
+            *map(str, traces),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=_env(tmp_path),
@@ -50,7 +59,16 @@ def test_evaluate_names_a_missing_trace_in_one_sentence(tmp_path: Path) -> None:
     missing = tmp_path / "nope.jsonl"
 
     result = subprocess.run(
-        [sys.executable, "-m", "routewatch.cli", "evaluate", str(missing), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "routewatch.cli",
+            "evaluate",
+            "--engine",
+            "spark",
+            str(missing),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=_env(tmp_path),
@@ -130,7 +148,7 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
 
 def _evaluate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "routewatch.cli", "evaluate", *args],
+        [sys.executable, "-m", "routewatch.cli", "evaluate", "--engine", "spark", *args],
         capture_output=True,
         text=True,
         env=_env(tmp_path),

@@ -36,7 +36,16 @@ def test_collector_random_traces_through_evaluate_match_the_runner(tmp_path: Pat
         )
 
     result = subprocess.run(
-        [sys.executable, "-m", "routewatch.cli", "evaluate", *expected, "--json"],
+        [
+            sys.executable,
+            "-m",
+            "routewatch.cli",
+            "evaluate",
+            "--engine",
+            "spark",
+            *expected,
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path / "data")},
