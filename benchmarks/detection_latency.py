@@ -715,7 +715,8 @@ def start_services(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """The stream job and the API, started and answering; stopped when ``stack`` closes."""
     job_log, api_log = work / "stream.log", work / "api.log"
-    job = start_routewatch(["stream", "--source", source], env, job_log, new_session=True)
+    argv = ["stream", "--source", source, "--log", str(job_log)]
+    job = start_routewatch(argv, env, job_log, new_session=True)
     stack.callback(stop_job, job)
     port = free_port()
     api = start_routewatch(["api", "--port", str(port)], env, api_log)

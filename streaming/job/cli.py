@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import orjson
 
@@ -62,7 +63,10 @@ def register_stream(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "stream",
         help="run the long-running job: events -> route tables and alerts in the store",
         description="Run the streaming job until Ctrl-C or SIGTERM. Source, trigger interval, "
-        "checkpoints and store come from ROUTEWATCH_* settings.",
+        "checkpoints and store come from ROUTEWATCH_* settings. It prints each alert as it "
+        "opens and resolves, and a warning in its own words when it falls behind its input; "
+        "Spark's and the JVM's lines, and the job's own log, go to the log file it names "
+        "(<data dir>/stream.log by default).",
     )
     parser.add_argument(
         "--source",
@@ -70,6 +74,19 @@ def register_stream(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         default="spool",
         help="where events come from: the spool directory (default) or the Kafka topic "
         "(ROUTEWATCH_KAFKA_*)",
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="also a line per batch")
+    parser.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="the log file for Spark's, the JVM's and the job's own log lines (appended; "
+        "default: <data dir>/stream.log)",
+    )
+    parser.add_argument(
+        "--spark-output",
+        action="store_true",
+        help="leave Spark's, the JVM's and the job's log lines on this terminal instead",
     )
     parser.set_defaults(handler=_stream)
 
@@ -202,16 +219,40 @@ def run_words(summary: str) -> str:
 QUIET_LOGGERS = ("py4j",)
 
 
-def configure_logging() -> None:
-    """The stream job's log: routewatch's lines at INFO, with a timestamp and the logger."""
+def configure_logging(terminal: TextIO | None = None, *, verbose: bool = False) -> None:
+    """The stream job's log: routewatch's lines at INFO, with a timestamp and the logger, to
+    standard error (the log file, when routed); and routewatch's warnings — with ``verbose``,
+    its INFO lines too — to ``terminal``, in routewatch's words."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    if terminal is not None:
+        said = logging.StreamHandler(terminal)
+        said.setLevel(logging.INFO if verbose else logging.WARNING)
+        said.setFormatter(logging.Formatter("routewatch: %(message)s"))
+        logging.getLogger("routewatch").addHandler(said)
 
 
 def _stream(args: argparse.Namespace) -> int:
     settings = load(StreamingSettings)
-    configure_logging()
+    from routewatch.store.backend import locate
+    from streaming.job.console import Console, routed_output
     from streaming.job.stream import run_stream
 
-    return run_stream(settings, args.source)
+    log = None if args.spark_output else (args.log or settings.data_dir / "stream.log")
+    with routed_output(log) as terminal:
+        configure_logging(None if log is None else terminal, verbose=args.verbose)
+        source = settings.spool_dir if args.source == "spool" else "the Kafka topic"
+        print(
+            f"routewatch stream: {source} -> the store at {locate(settings.store_url).where}"
+            + (f"; Spark's and the job's log: {log}" if log is not None else "")
+            + ". Alerts follow as they open and resolve; Ctrl-C stops it.",
+            file=terminal,
+            flush=True,
+        )
+        console = Console(
+            terminal, trigger_ms=int(settings.trigger_interval_s * 1000), verbose=args.verbose
+        )
+        status = run_stream(settings, args.source, console)
+        print("routewatch stream: stopped.", file=terminal, flush=True)
+        return status

@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 
 from routewatch.store import Store, StoreError, StoreUnavailableError
 from routewatch.store.backend import locate
+from streaming.job.console import Console
 from streaming.stages.read import LINES_READ, READ_METRICS
 
 __all__ = [
@@ -144,12 +145,19 @@ class ProgressLog:
     def __init__(self) -> None:
         # the queries reported on: id -> (store URL, job name)
         self.queries: dict[str, tuple[str, str]] = {}
+        # the operator's lines of a query, if it has any (routewatch stream's)
+        self.consoles: dict[str, Console] = {}
         # each query's end, set once it is recorded (Spark calls listeners after stop returns)
         self.ends: dict[str, threading.Event] = {}
 
-    def watch(self, query_id: str, store_url: str, job: str) -> None:
-        """Report on the query ``query_id`` (a ``StreamingQuery``'s ``id``) as ``job``."""
+    def watch(
+        self, query_id: str, store_url: str, job: str, console: Console | None = None
+    ) -> None:
+        """Report on the query ``query_id`` (a ``StreamingQuery``'s ``id``) as ``job``; after
+        each batch, to ``console`` too, if given."""
         self.ends[query_id] = threading.Event()  # (first: terminated may come at once)
+        if console is not None:
+            self.consoles[query_id] = console
         self.queries[query_id] = (store_url, job)
 
     def wait_for_end(self, query_id: str, timeout_s: float) -> bool:
@@ -176,13 +184,16 @@ class ProgressLog:
                     job, batch_id, input_rows, duration, behind=left_input_unread(p)
                 )
                 times = [c["stream_time"] for c in store.clusters() if c["stream_time"]]
+                lag = lag_words(time.time(), max(times)) if times else "n/a"
+                console = self.consoles.get(p["id"])
+                if console is not None:
+                    console.batch(store, batch_id, input_rows, duration, lag)
             finally:
                 store.close()
         except StoreUnavailableError as exc:
             # the figures are for people and metrics; the batch itself is safe in the store
             log.warning("batch %d: progress not recorded: %s", batch_id, exc)
             return
-        lag = lag_words(time.time(), max(times)) if times else "n/a"
         log.info(
             "batch %d: %d input rows in %d ms, event-time lag %s",
             batch_id,
@@ -204,6 +215,7 @@ class ProgressLog:
         that ``/readyz`` says so at once and ``routewatch reset`` need not wait for its
         reports to age."""
         target = self.queries.pop(query_id, None)
+        self.consoles.pop(query_id, None)
         if target is None:
             return
         store_url, job = target

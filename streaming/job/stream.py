@@ -18,6 +18,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from routewatch.errors import RoutewatchError
 from routewatch.store import open_store
 from streaming.engine.layout import STATE_LAYOUT
+from streaming.job.console import Console
 from streaming.job.progress import progress_log, record_start, root_cause
 from streaming.job.reset import RESET_COMMAND
 from streaming.job.sink import job_name, store_writer
@@ -85,9 +86,11 @@ def start_stream(
     settings: StreamingSettings,
     source: str,
     checkpoint: Path | None = None,
+    console: Console | None = None,
 ) -> StreamingQuery:
     """Start the long-running job over ``source`` (``spool`` or ``kafka``), writing to the
-    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given."""
+    store; checkpoints in ``<data dir>/checkpoints/<source>`` unless ``checkpoint`` is given;
+    its operator's lines to ``console``, if given."""
     checkpoint = checkpoint or settings.checkpoint_dir / source
     partitions, shards = check_checkpoint(
         checkpoint, settings.state_partitions, settings.cluster_shards
@@ -112,7 +115,12 @@ def start_stream(
     # (Spark keeps a resumed query's shuffle partitions too; the state buckets follow them)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     job = job_name(str(checkpoint))
-    open_store(settings.store_url).close()  # create and migrate before the first batch
+    store = open_store(settings.store_url)  # create and migrate before the first batch
+    try:
+        if console is not None:
+            console.start(store)  # (the alerts said from here on)
+    finally:
+        store.close()
     if source == "spool":
         files = spool_files(spark, settings.spool_dir, settings.max_files_per_trigger)
         rows, lines_of = files, read_lines
@@ -147,7 +155,7 @@ def start_stream(
     # a sign of life that clears the end a run before recorded, before the listener may record
     # this run's (a query that fails within these lines ends unrecorded, as a killed one)
     record_start(settings.store_url, job)
-    listener.watch(str(query.id), settings.store_url, job)
+    listener.watch(str(query.id), settings.store_url, job, console)
     log.info("stream started: query %s, checkpoint %s", query.id, checkpoint)
     return query
 
@@ -190,8 +198,11 @@ def exit_unless_stopped_within(deadline_s: float) -> threading.Timer:
     return timer
 
 
-def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
-    """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly."""
+def run_stream(
+    settings: StreamingSettings, source: str = "spool", console: Console | None = None
+) -> int:
+    """``routewatch stream``: run until Ctrl-C or SIGTERM, then stop cleanly; the operator's
+    lines to ``console``, if given."""
     if source == "kafka":
         check_reachable(settings.kafka_bootstrap)
     conf = settings.spark_conf()
@@ -201,7 +212,7 @@ def run_stream(settings: StreamingSettings, source: str = "spool") -> int:
     set_log_level(spark, "WARN")
     # (Spark's default, 0, waits for the query's thread forever)
     spark.conf.set("spark.sql.streaming.stopTimeout", f"{QUERY_STOP_TIMEOUT_S}s")
-    query = start_stream(spark, settings, source)
+    query = start_stream(spark, settings, source, console=console)
     stopping: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:

@@ -74,7 +74,8 @@ def test_stuck_topics_are_found_from_the_broker_side_alone(
         "ROUTEWATCH_COLLECT_METRICS_PORT": str(free_port()),
     }
     spool.mkdir(parents=True)
-    stream = start_routewatch(["stream", "--source", "spool"], env, tmp_path / "stream.log")
+    log = tmp_path / "stream.log"  # (the job's log lines there too)
+    stream = start_routewatch(["stream", "--source", "spool", "--log", str(log)], env, log)
     collect = start_routewatch(
         ["collect", "--namesrv", cluster.namesrv_addr(), "--to", "spool"],
         env,

@@ -85,10 +85,13 @@ def test_evaluate_names_a_missing_trace_in_one_sentence(tmp_path: Path) -> None:
 
 
 def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    """On its terminal, ``stream`` says what it reads and where its log goes, then one line per
+    alert opened or resolved, and its stop: no line of Spark's, log4j's or the JVM's. Those,
+    and the job's own log (a line per batch), are in the log file it names."""
     env = _env(tmp_path)
     spool = tmp_path / "data" / "spool"
     write_trace(SCENARIOS["broker-dies"].run(seed=1), spool / "trace.jsonl")
-    log = (tmp_path / "stream.log").open("wb")
+    log = (tmp_path / "terminal.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "routewatch.cli", "stream", "--source", "spool"],
         stdout=log,
@@ -128,7 +131,31 @@ def test_stream_logs_each_batch_and_stops_cleanly_on_sigterm(tmp_path: Path) -> 
         if proc.poll() is None:
             proc.kill()
         log.close()
-    text = (tmp_path / "stream.log").read_text()
+    terminal = (tmp_path / "terminal.log").read_text().splitlines()
+    job_log = tmp_path / "data" / "stream.log"
+    assert terminal[0] == (
+        f"routewatch stream: {spool} -> the store at {tmp_path / 'data' / 'routewatch.db'}; "
+        f"Spark's and the job's log: {job_log}. Alerts follow as they open and resolve; Ctrl-C "
+        "stops it."
+    )
+    assert terminal[-1] == "routewatch stream: stopped."
+    store = open_store(store_url, readonly=True)
+    try:
+        log_entries = store.alert_log()
+    finally:
+        store.close()
+    lines = [line.split() for line in terminal[1:-1]]
+    assert {words[0] for words in lines} <= {"opened", "resolved", "updated"}
+    said = [words[:3] for words in lines if words[0] in ("opened", "resolved")]
+    assert said == [
+        [e["change"], e["alert"]["severity"], e["alert"]["kind"]]
+        for e in log_entries
+        if e["change"] in ("opened", "resolved")
+    ]
+    assert said  # (the scenario's alerts, each in one line)
+    for noise in ("WARN ", "INFO ", "Using incubator modules", "ERROR "):
+        assert not [line for line in terminal if noise in line]
+    text = job_log.read_text()
     assert "routewatch.stream stream started: query " in text
     assert "routewatch.stream batch 0:" in text
     assert "input rows in" in text and "event-time lag" in text

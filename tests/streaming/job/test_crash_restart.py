@@ -151,7 +151,8 @@ def _crash_and_restart(
     seen: list[str] = []
 
     def start() -> subprocess.Popen[bytes]:
-        return start_routewatch(["stream", "--source", source], env, log_path, new_session=True)
+        argv = ["stream", "--source", source, "--log", str(log_path)]
+        return start_routewatch(argv, env, log_path, new_session=True)
 
     def alive(proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is not None:

@@ -45,7 +45,8 @@ def _publish(spool: Path, name: str, data: bytes) -> Path:
 
 
 def _stream(tmp_path: Path, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
-    return start_routewatch(["stream", "--source", "spool"], env, tmp_path / f"stream{n}.log")
+    log = tmp_path / f"stream{n}.log"  # (the job's log lines there too)
+    return start_routewatch(["stream", "--source", "spool", "--log", str(log)], env, log)
 
 
 def test_a_poisoned_spool_is_quarantined_and_the_job_goes_on(tmp_path: Path) -> None:

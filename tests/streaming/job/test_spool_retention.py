@@ -53,7 +53,8 @@ def test_read_files_older_than_the_retention_are_removed(tmp_path: Path) -> None
         finally:
             store.close()
 
-    proc = start_routewatch(["stream", "--source", "spool"], env, tmp_path / "stream.log")
+    log = tmp_path / "stream.log"  # (the job's log lines there too)
+    proc = start_routewatch(["stream", "--source", "spool", "--log", str(log)], env, log)
     try:
         wait_for(lambda: batches() >= 1, 300, "the first batch", interval=0.5)
         assert old.exists()  # read, but its batch was not committed yet

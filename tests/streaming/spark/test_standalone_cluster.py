@@ -124,7 +124,8 @@ def test_the_job_on_a_standalone_cluster_gets_the_alerts_of_local_mode(
         env["ROUTEWATCH_SPARK_MASTER"] = cluster.master_url
         # (how pyspark passes arguments to the JVM it launches)
         env["PYSPARK_SUBMIT_ARGS"] = " ".join([*_event_log_conf(root / "events"), "pyspark-shell"])
-        job = start_routewatch(["stream", "--source", "spool"], env, root / "stream.log")
+        log = root / "stream.log"  # (the job's log lines there too)
+        job = start_routewatch(["stream", "--source", "spool", "--log", str(log)], env, log)
     else:
         job = _spark_submit(cluster, env, root / "stream.log")
     try:
