@@ -505,6 +505,11 @@ class Broker(_Process):
             "mappedFileSizeConsumeQueue": "60000",
             "maxHashSlotNum": "10000",
             "maxIndexNum": "40000",
+            # No flow control for a machine that is merely busy (the tests share two cores with
+            # Spark): a send may wait 5 s in the broker's queue, or for the page cache, before
+            # it is refused "broker busy" (RocketMQ's defaults: 200 ms and 1 s)
+            "waitTimeMillsInSendQueue": "5000",
+            "osPageCacheBusyTimeOutMills": "5000",
         }
         if spec.broker_id > 0:
             props["brokerRole"] = "SLAVE"

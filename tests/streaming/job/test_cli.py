@@ -191,10 +191,17 @@ def test_evaluate_fails_on_a_trace_with_no_event_and_says_what_it_read(tmp_path:
     result = _evaluate(tmp_path, str(garbage))
 
     assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stdout.splitlines()[0] == (
+    out = result.stdout.splitlines()
+    assert out[0] == "routewatch evaluate (engine spark: the Spark job's stages)"
+    assert out[1] == (
         f"{garbage}: 0 alert(s), from 0 event(s), 3 line(s) of bad input "
         "(missing_field 1, not_json 1, not_utf8 1)"
     )
+    assert [line.split(": ", 2)[1] for line in out[2:]] == [  # each named by file and line
+        f"{garbage}, line 1",
+        f"{garbage}, line 2",
+        f"{garbage}, line 3",
+    ]
     # (after Spark's own start-up lines)
     assert result.stderr.splitlines()[-1] == (
         f"routewatch: {garbage} holds no event (3 line(s) of bad input (missing_field 1, "
