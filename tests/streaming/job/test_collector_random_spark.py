@@ -4,16 +4,13 @@ field but the wall clock's ``detected_at``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import orjson
 import pytest
 
 from streaming.engine import run_stream
 from tests.support.collector_traces import collector_trace
+from tests.support.evaluate import evaluate_json
 
 pytestmark = pytest.mark.spark
 
@@ -35,27 +32,10 @@ def test_collector_random_traces_through_evaluate_match_the_runner(tmp_path: Pat
             (_without_wall_clock(a.to_dict()) for a in alerts), key=lambda a: str(a["id"])
         )
 
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "routewatch.cli",
-            "evaluate",
-            "--engine",
-            "spark",
-            *expected,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path / "data")},
-        check=False,
-        timeout=900,
-    )
+    out, _ = evaluate_json(tmp_path / "data", "spark", [Path(p) for p in expected])
 
-    assert result.returncode == 0, result.stderr[-2000:]
     got = {
         path: sorted(map(_without_wall_clock, alerts), key=lambda a: str(a["id"]))
-        for path, alerts in orjson.loads(result.stdout).items()
+        for path, alerts in out.items()
     }
     assert got == expected

@@ -4,40 +4,28 @@ tests/cases/."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from emitter.scenarios import SCENARIOS
 from tests.support.cases import CASES, CASES_DIR
+from tests.support.evaluate import evaluate_json
 from tests.support.traces import write_trace
 
 pytestmark = pytest.mark.spark
 
 
 def _alerts(tmp_path: Path, engine: str, traces: list[Path]) -> dict[str, list[dict[str, Any]]]:
-    command = [sys.executable, "-m", "routewatch.cli", "evaluate", "--engine", engine]
-    result = subprocess.run(
-        [*command, *map(str, traces), "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path / engine)},
-        check=False,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stderr.splitlines()[-1].startswith(f"routewatch evaluate: engine {engine}: ")
+    out, stderr = evaluate_json(tmp_path / engine, engine, traces)
+    assert stderr.splitlines()[-1].startswith(f"routewatch evaluate: engine {engine}: ")
     return {
         trace: sorted(
             ({k: v for k, v in a.items() if k != "detected_at"} for a in alerts),
             key=lambda a: str(a["id"]),
         )
-        for trace, alerts in orjson.loads(result.stdout).items()
+        for trace, alerts in out.items()
     }
 
 
