@@ -219,10 +219,13 @@ def run_words(summary: str) -> str:
 QUIET_LOGGERS = ("py4j",)
 
 
-def configure_logging(terminal: TextIO | None = None, *, verbose: bool = False) -> None:
+def configure_logging(
+    terminal: TextIO | None = None, *, verbose: bool = False
+) -> logging.Handler | None:
     """The stream job's log: routewatch's lines at INFO, with a timestamp and the logger, to
     standard error (the log file, when routed); and routewatch's warnings — with ``verbose``,
-    its INFO lines too — to ``terminal``, in routewatch's words."""
+    its INFO lines too — to ``terminal``, in routewatch's words: the handler that writes
+    there, to remove before the terminal closes."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -231,6 +234,8 @@ def configure_logging(terminal: TextIO | None = None, *, verbose: bool = False) 
         said.setLevel(logging.INFO if verbose else logging.WARNING)
         said.setFormatter(logging.Formatter("routewatch: %(message)s"))
         logging.getLogger("routewatch").addHandler(said)
+        return said
+    return None
 
 
 def _stream(args: argparse.Namespace) -> int:
@@ -241,7 +246,7 @@ def _stream(args: argparse.Namespace) -> int:
 
     log = None if args.spark_output else (args.log or settings.data_dir / "stream.log")
     with routed_output(log) as terminal:
-        configure_logging(None if log is None else terminal, verbose=args.verbose)
+        said = configure_logging(None if log is None else terminal, verbose=args.verbose)
         source = settings.spool_dir if args.source == "spool" else "the Kafka topic"
         print(
             f"routewatch stream: {source} -> the store at {locate(settings.store_url).where}"
@@ -253,6 +258,10 @@ def _stream(args: argparse.Namespace) -> int:
         console = Console(
             terminal, trigger_ms=int(settings.trigger_interval_s * 1000), verbose=args.verbose
         )
-        status = run_stream(settings, args.source, console)
+        try:
+            status = run_stream(settings, args.source, console)
+        finally:  # (the terminal closes with routed_output: nothing may log to it after)
+            if said is not None:
+                logging.getLogger("routewatch").removeHandler(said)
         print("routewatch stream: stopped.", file=terminal, flush=True)
         return status
