@@ -597,14 +597,21 @@ class ClusterEngine:
         routes where this shard keeps them (every registration's), else from the tables (a
         topic of another shard, which NO_ROUTE_INFO reads when it is a producer's
         ``createTopicKey``: rare, and exact)."""
+        return self.holders_of(topic, live_only=True)
+
+    def holders_of(self, topic: str, *, live_only: bool = False) -> dict[RegKey, Config]:
+        """The registrations whose last table lists ``topic`` — an expired one's too, unless
+        ``live_only`` — with its config in each."""
         regs = self.meta.regs
         if self.head or self.owns(topic) or is_system_topic(topic, self.cluster):
-            return {k: c for k, c in (self.routes.get(topic) or {}).items() if regs[k].live}
+            routes = self.routes.get(topic) or {}
+            return {k: c for k, c in routes.items() if regs[k].live or not live_only}
         found = {}
         for key, reg in regs.items():
-            config = (self.tables.get(key) or {}).get(topic) if reg.live else None
-            if config is not None:
-                found[key] = config
+            if reg.live or not live_only:
+                config = (self.tables.get(key) or {}).get(topic)
+                if config is not None:
+                    found[key] = config
         return found
 
     def finish(self) -> None:

@@ -124,6 +124,8 @@ class EngineView(Protocol):
 
     def live_holders(self, topic: str) -> dict[RegKey, Config]: ...
 
+    def holders_of(self, topic: str, *, live_only: bool = False) -> dict[RegKey, Config]: ...
+
 
 class ClusterFacts:
     """The cluster-wide facts the rules derive from the engine's state — its masters, its
@@ -146,6 +148,19 @@ class ClusterFacts:
 
     def cluster_key(self, kind: AlertKind) -> AlertKey:
         return (kind, self.cluster, None, None, None)
+
+    def expired_masters(self) -> set[str]:
+        """Masters live on no NameServer whose latest registration was not an unregistration:
+        those with ``BROKER_EXPIRED`` open."""
+        latest: dict[str, Reg] = {}
+        live: set[str] = set()
+        for (_, b, i), r in self.regs().items():
+            if i == 0:
+                if r.live:
+                    live.add(b)
+                if b not in latest or r.last_hb > latest[b].last_hb:
+                    latest[b] = r
+        return {b for b, r in latest.items() if b not in live and not r.shutdown}
 
     def expected_brokers(self, flipped: RegKey | None = None) -> set[str]:
         """Live writable masters of the cluster (as they were before ``flipped`` changed

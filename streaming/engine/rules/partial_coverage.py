@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from routewatch.alerts import Alert
+from routewatch.alerts import Alert, alert_id
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.at_risk import replaced
 from streaming.engine.rules.base import TopicRule, TopicView, iso, listed
@@ -16,7 +16,7 @@ __all__ = ["INFERRED_REMEDY", "PartialCoverage", "coverage_summary", "ended_summ
 INFERRED_REMEDY = (
     " (routewatch inferred the auto-creation from the topic's config, which a topic created "
     "by hand on these brokers alone can also have: if the placement is deliberate, silence "
-    "this alert with POST /alerts/{id}/silence.)"
+    "this alert: `routewatch silence {id} --for 90d`.)"
 )
 
 # how an inferred auto-creation is said, by its evidence (docs/alerts.md, Terms)
@@ -123,6 +123,12 @@ class PartialCoverage(TopicRule):
         views: dict[str, list[str]] = {}
         for ns, b, _ in holders:
             views.setdefault(ns, []).append(b)
+        # masters that held it and expired (their BROKER_EXPIRED names the topic): what lets
+        # Alertmanager inhibit this alert while theirs fires (docs/alertmanager.md)
+        expired = self.facts.expired_masters()
+        if expired:
+            held = {b for (_, b, i) in self.e.holders_of(view.topic) if i == 0}
+            expired &= held
         return {
             "coverage": f"{len(holding & expected)}/{len(expected)}",
             **({"read_only_brokers": read_only} if read_only else {}),
@@ -132,6 +138,7 @@ class PartialCoverage(TopicRule):
             "auto_created_at": state.auto_created_at,
             "auto_created_evidence": evidence_of(state),
             "producers_with_template_route": sorted(state.holders),
+            **({"expired_brokers_with_topic": sorted(expired)} if expired else {}),
         }
 
     def _ended(self, alert: Alert, view: TopicView, at: int, n: int) -> Ending:
@@ -147,14 +154,17 @@ class PartialCoverage(TopicRule):
         evidence = self._evidence(view)
         k = len(view.holding & view.expected)
         queues = max((c[1] for c in view.holders.values()), default=4)
+        key = self.facts.topic_key(self.kind, topic)
+        current = self.e.book.get(key)
+        this = alert_id(key, at) if current is None else current.id  # (the id it opens with)
         self.e.book.raise_or_update(
-            self.facts.topic_key(self.kind, topic),
+            key,
             at,
             severity="critical" if k <= 1 else "warning",
             summary=coverage_summary(topic, evidence),
             evidence=evidence,
             remedy=self.facts.create_everywhere(topic, queues)
-            + ("" if state.auto_created_how == OBSERVED else INFERRED_REMEDY),
+            + ("" if state.auto_created_how == OBSERVED else INFERRED_REMEDY.format(id=this)),
         )
         # (AT_RISK's condition keeps its start: if it still holds when PARTIAL_COVERAGE
         # resolves, AT_RISK opens then, its 5 s counted from that start)

@@ -24,16 +24,18 @@ SECOND = "10.0.0.199:9876"
 
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with an ``mqadmin`` that appends its arguments, as JSON, to ``calls``."""
+    """A directory with an ``mqadmin`` and a ``routewatch`` that append their name and
+    arguments, as JSON, to ``calls``."""
     bin_dir = tmp_path_factory.mktemp("bin")
-    script = bin_dir / "mqadmin"
-    script.write_text(
-        "#!/usr/bin/env python3\n"
-        "import json, os, sys\n"
-        "with open(os.environ['MQADMIN_CALLS'], 'a') as f:\n"
-        "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
-    )
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    for name in ("mqadmin", "routewatch"):
+        script = bin_dir / name
+        script.write_text(
+            "#!/usr/bin/env python3\n"
+            "import json, os, sys\n"
+            "with open(os.environ['MQADMIN_CALLS'], 'a') as f:\n"
+            "    f.write(json.dumps([os.path.basename(sys.argv[0]), *sys.argv[1:]]) + '\\n')\n"
+        )
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return bin_dir
 
 
@@ -76,7 +78,11 @@ def test_every_command_in_a_remedy_runs_as_pasted(
                 ["bash", "-c", command], env=env, capture_output=True, text=True, check=False
             )
             assert result.returncode == 0, (command, result.stderr)
-            (argv,) = [orjson.loads(line) for line in calls.read_text().splitlines()]
+            ((program, *argv),) = [orjson.loads(line) for line in calls.read_text().splitlines()]
+            if program == "routewatch":  # silencing this very alert, by its id
+                assert argv == ["silence", alert.id, "--for", "90d"], (command, argv)
+                continue
+            assert program == "mqadmin", (command, argv)
             flags = dict(zip(argv[1::2], argv[2::2], strict=True))
             assert argv[0] in ("updateTopic", "deleteTopic"), (command, argv)
             assert flags["-n"] == namesrvs and flags["-t"] == alert.topic, (command, argv)

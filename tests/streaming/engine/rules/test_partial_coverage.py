@@ -105,6 +105,9 @@ def test_partial_coverage_left_on_no_broker_of_several_says_so_as_its_evidence_d
                 "auto_created_at": ms(0.5),
                 "auto_created_evidence": "observed",
                 "producers_with_template_route": [],
+                # c held T and expired (its BROKER_EXPIRED names T): what Alertmanager
+                # inhibits this alert by while that one fires
+                "expired_brokers_with_topic": ["c"],
             },
             remedy=create_remedy("T", 4),
         )
@@ -208,7 +211,10 @@ def test_partial_coverage_severity_follows_k(batch_size: int | None) -> None:
             updated=150,
             summary=f"Auto-created topic T is on 1 of 2 brokers (a) as NameServer {NS1} route "
             "it, and the others will not get it by themselves.",
-            evidence=_coverage(1, 2, ["a"], ["c"], ["a"], 1),
+            evidence={
+                **_coverage(1, 2, ["a"], ["c"], ["a"], 1),
+                "expired_brokers_with_topic": ["b"],
+            },
             remedy=create_remedy("T", 4),
         )
     ]
@@ -274,6 +280,7 @@ def test_partial_coverage_stays_open_at_k_0_and_resolves_when_no_master_is_expec
             "from 2026-01-01T00:03:00.000Z no writable broker was left to hold it.",
             evidence={
                 **_coverage(0, 0, [], [], [], 0.5),
+                "expired_brokers_with_topic": ["a"],  # (b, expired too, never held T)
                 "resolution": "no writable broker left",
                 "opened_with": _coverage(1, 2, ["a"], ["b"], ["a"], 0.5),
             },

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from routewatch.alerts import alert_id
 from tests.streaming.engine.events import NS1, Trace, ms
 from tests.streaming.engine.rules.support import (
     DAY,
@@ -24,10 +25,11 @@ from tests.streaming.engine.rules.support import (
 # -- PARTIAL_COVERAGE from the broker side alone: an auto-creation inferred ---------------------
 
 
+# the command names the alert's own id (it opens at ``opened``)
 INFERRED = (
     " (routewatch inferred the auto-creation from the topic's config, which a topic created "
     "by hand on these brokers alone can also have: if the placement is deliberate, silence "
-    "this alert with POST /alerts/{id}/silence.)"
+    "this alert: `routewatch silence {id} --for 90d`.)"
 )
 
 
@@ -68,6 +70,7 @@ def _with_flags(t: Trace, broker: str, flags: dict[str, tuple[str, float]], afte
 
 
 def _coverage(opened: float, how: str, *, auto_created: float = 20) -> dict[str, Any]:
+    this = alert_id(("PARTIAL_COVERAGE", "C", "T", None, None), ms(opened))
     return expect(
         "PARTIAL_COVERAGE",
         topic="T",
@@ -83,7 +86,7 @@ def _coverage(opened: float, how: str, *, auto_created: float = 20) -> dict[str,
             "auto_created_evidence": how,
             "producers_with_template_route": [],
         },
-        remedy=create_remedy("T", 4) + ("" if how == "observed" else INFERRED),
+        remedy=create_remedy("T", 4) + ("" if how == "observed" else INFERRED.format(id=this)),
     )
 
 
