@@ -8,6 +8,7 @@ Times are ISO 8601 with their zone (epoch milliseconds only in JSON).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import urllib.error
@@ -207,3 +208,95 @@ def _api_changes(api: str) -> Iterator[tuple[str, dict[str, Any]]]:
             reason = getattr(exc, "reason", exc)
             print(f"routewatch: the API's stream ended ({reason}); again in 2 s", file=sys.stderr)
             time.sleep(2)
+
+
+# -- routewatch silence -----------------------------------------------------------------------
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration_s(text: str) -> int:
+    """``90s``, ``30m``, ``12h``, ``30d`` as seconds (argparse's type: its error names it)."""
+    number, unit = text[:-1], text[-1:]
+    if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a duration: give a whole number and s, m, h or d, e.g. 30d"
+        )
+    return int(number) * _UNITS[unit]
+
+
+def register_silence(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "silence",
+        help="silence one alert for a while (or lift its silence), in routewatch and, through "
+        "routewatch notify, in Alertmanager",
+        description="Silence one alert, by its id (GET /alerts, routewatch alerts -o wide), "
+        "for a duration: it stays visible in routewatch with silenced_by, leaves the paging "
+        "series routewatch_alert_open, and routewatch notify makes an Alertmanager silence "
+        "matching it alone. Writes to the store of ROUTEWATCH_STORE_URL (or "
+        "ROUTEWATCH_DATA_DIR), or with --api goes through a running API with the token of "
+        "ROUTEWATCH_API_TOKEN.",
+    )
+    parser.add_argument("alert_id", metavar="ID", help="the alert's id")
+    how = parser.add_mutually_exclusive_group(required=True)
+    how.add_argument(
+        "--for", dest="duration", type=_duration_s, metavar="DURATION", help="e.g. 8h or 30d"
+    )
+    how.add_argument("--lift", action="store_true", help="end its silence now")
+    parser.add_argument("--api", metavar="URL", help="a running API, e.g. http://127.0.0.1:8000")
+    parser.set_defaults(handler=_silence)
+
+
+def _silence(args: argparse.Namespace) -> int:
+    now = int(time.time() * 1000)
+    until = now if args.lift else now + args.duration * 1000
+    if args.api:
+        _api_silence(args.api, args.alert_id, until)
+    else:
+        settings = load(Settings)
+        file = locate(settings.store_url).file
+        if file is not None and not file.exists():
+            raise _no_store(settings)
+        store = open_store(settings.store_url)
+        try:
+            if store.db.execute("SELECT 1 FROM alerts WHERE id = ?", (args.alert_id,)).fetchone():
+                store.set_ack(args.alert_id, silenced_until=until, now_ms=now)
+            else:
+                raise RoutewatchError(
+                    f"there is no alert with id {args.alert_id} in the store at "
+                    f"{locate(settings.store_url).where}: copy the id from routewatch alerts -o "
+                    "wide."
+                )
+        finally:
+            store.close()
+    if args.lift:
+        print(f"Lifted the silence of {args.alert_id}.")
+    else:
+        print(f"Silenced {args.alert_id} until {iso_time(until)}.")
+    return 0
+
+
+def _api_silence(api: str, alert_id: str, until: int) -> None:
+    token = os.environ.get("ROUTEWATCH_API_TOKEN", "")
+    if not token:
+        raise RoutewatchError(
+            "silencing through the API needs its token: set ROUTEWATCH_API_TOKEN to the API's."
+        )
+    url = f"{api.rstrip('/')}/alerts/{urllib.parse.quote(alert_id)}/silence?until={until}"
+    request = urllib.request.Request(
+        url, method="POST", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30):
+            return
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = orjson.loads(exc.read()).get("detail") or exc.reason
+        except orjson.JSONDecodeError:
+            detail = exc.reason
+        raise RoutewatchError(f"the API refused the silence ({exc.code}): {detail}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise RoutewatchError(
+            f"cannot reach the API at {api} ({reason}): is routewatch api running there?"
+        ) from None

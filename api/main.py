@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from api.access import StoreAccess
 from api.metrics import StoreCollector
 from api.problems import install_problem_handlers
-from api.routes import alerts, health, inventory, metrics, stream
+from api.routes import alerts, health, inventory, metrics, runbook, stream
 from api.settings import ApiSettings
 from api.topic_cache import TopicCache
 
@@ -54,6 +54,7 @@ def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None)
     )
     install_problem_handlers(app)
     # /alerts/stream before /alerts/{alert_id}
-    for router in (stream.router, alerts.router, inventory.router, health.router, metrics.router):
+    routers = (stream, alerts, inventory, health, metrics, runbook)
+    for router in (r.router for r in routers):
         app.include_router(router)
     return app

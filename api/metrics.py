@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import time
 import typing
+from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -17,6 +19,7 @@ from prometheus_client.registry import Collector
 from api.access import StoreAccess
 from api.settings import ApiSettings
 from api.topic_cache import TopicCache
+from routewatch.alertmanager import alert_labels
 from routewatch.alerts import ALERT_KINDS
 from routewatch.changes import (
     ALERTS_OPENED,
@@ -35,13 +38,16 @@ from routewatch.store.views import (
     last_batch,
     newest_times,
     open_alert_counts,
+    paging_alerts,
     topic_items,
 )
 from routewatch.validation import BAD_INPUT_REASONS
 
-__all__ = ["StoreCollector"]
+__all__ = ["OVERFLOW_ID", "StoreCollector"]
 
 SEND_STATUSES: tuple[str, ...] = typing.get_args(SendStatus)
+OVERFLOW_ID = "overflow"  # the routewatch_id of a kind's overflow series
+_SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
 
 class StoreCollector(Collector):
@@ -49,6 +55,8 @@ class StoreCollector(Collector):
         self.settings = settings
         self.access = access
         self.topics = topics
+        # per-alert series left out of /metrics by the bound, summed over the scrapes
+        self.dropped: Counter[str] = Counter()
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
@@ -108,6 +116,8 @@ class StoreCollector(Collector):
         for kind, severity, n in open_alert_counts(store):
             open_alerts.add_metric([kind, severity], n)
         yield open_alerts
+        yield from self._per_alert(paging_alerts(store, int(time.time() * 1000)))
+        yield from _notify_rounds(store.notify_rounds())
 
         counters = store.counters()
 
@@ -209,3 +219,69 @@ class StoreCollector(Collector):
         yield input_age
         yield report_age
         yield ended
+
+    def _per_alert(self, paging: list[dict[str, Any]]) -> Iterator[Metric]:
+        """``routewatch_alert_open``: one series per open alert no silence holds, with the
+        labels its Alertmanager alert has (routewatch.alertmanager), bounded by
+        ``ROUTEWATCH_ALERT_SERIES_MAX`` — critical first, then the oldest; the rest make one
+        overflow series per kind (``routewatch_id="overflow"``, its value their number, its
+        severity the worst of them), and count in ``routewatch_alert_series_dropped_total``."""
+        static = self.settings.alert_labels
+        names = ["kind", "severity", "cluster", "topic", "broker", "routewatch_id", *static]
+        series = GaugeMetricFamily(
+            "routewatch_alert_open",
+            "1 per open routewatch alert that no silence holds, with its Alertmanager labels "
+            "(kind is alertname there); a kind's overflow series counts those left out.",
+            labels=names,
+        )
+        paging.sort(key=lambda a: (_SEVERITY_RANK.get(a["severity"], 3), a["opened_at"], a["id"]))
+        keep = self.settings.alert_series_max
+        for a in paging[:keep]:
+            labels = alert_labels(a, static)
+            labels["kind"] = labels.pop("alertname")
+            series.add_metric([labels.get(n, "") for n in names], 1)
+        left: dict[str, list[dict[str, Any]]] = {}
+        for a in paging[keep:]:
+            left.setdefault(a["kind"], []).append(a)
+        for kind, alerts in sorted(left.items()):
+            worst = alerts[0]["severity"]  # (sorted worst first)
+            labels = {"kind": kind, "severity": worst, "routewatch_id": OVERFLOW_ID, **static}
+            series.add_metric([labels.get(n, "") for n in names], len(alerts))
+            self.dropped[kind] += len(alerts)
+        yield series
+        dropped = CounterMetricFamily(
+            "routewatch_alert_series_dropped",
+            "Per-alert series left out of /metrics by ROUTEWATCH_ALERT_SERIES_MAX (each counted "
+            "in its kind's overflow series instead), summed over this API's scrapes.",
+            labels=["kind"],
+        )
+        for kind in ALERT_KINDS:
+            dropped.add_metric([kind], self.dropped[kind])
+        yield dropped
+
+
+def _notify_rounds(rounds: list[dict[str, Any]]) -> Iterator[Metric]:
+    """routewatch notify's last round per Alertmanager (receiver), as it recorded it."""
+    tried = GaugeMetricFamily(
+        "routewatch_notify_round_timestamp_seconds",
+        "When routewatch notify last made a round for this Alertmanager (wall clock).",
+        labels=["receiver"],
+    )
+    pushed = GaugeMetricFamily(
+        "routewatch_notify_push_timestamp_seconds",
+        "When this Alertmanager last accepted routewatch notify's push (wall clock).",
+        labels=["receiver"],
+    )
+    failing = GaugeMetricFamily(
+        "routewatch_notify_failing",
+        "1 when this Alertmanager did not accept routewatch notify's last round, else 0.",
+        labels=["receiver"],
+    )
+    for r in rounds:
+        tried.add_metric([r["receiver"]], r["tried_at"] / 1000)
+        if r["pushed_at"] is not None:
+            pushed.add_metric([r["receiver"]], r["pushed_at"] / 1000)
+        failing.add_metric([r["receiver"]], 0.0 if r["failure"] is None else 1.0)
+    yield tried
+    yield pushed
+    yield failing

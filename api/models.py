@@ -5,11 +5,13 @@ only what the API wraps them in (pages, counts, cursors)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from routewatch.alerts import StoredAlert
-from routewatch.store.records import BrokerView, RouteWindow, TopicView
+from routewatch.store.records import BrokerView, RouteWindow, SilenceView, TopicView
 
 __all__ = [
     "AlertPublic",
@@ -27,11 +29,13 @@ __all__ = [
 
 @pydantic.dataclasses.dataclass
 class AlertPublic(StoredAlert):
-    """One alert with every field of the catalogue, and its acknowledgement state."""
+    """One alert with every field of the catalogue, its acknowledgement state, and the
+    silences that hold it now (routewatch's and Alertmanager's)."""
 
     acked_at: int | None = None
     acked_by: str | None = None
     silenced_until: int | None = None
+    silenced_by: list[SilenceView] = dataclasses.field(default_factory=list)
 
 
 class AlertsPublic(BaseModel):

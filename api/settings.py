@@ -2,14 +2,49 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from typing import Annotated, Any
 
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode
+
+from routewatch.alertmanager import check_static_labels
 from routewatch.settings import Settings
 
-__all__ = ["ApiSettings"]
+__all__ = ["AlertLabelSettings", "ApiSettings"]
 
 
-class ApiSettings(Settings):
+class AlertLabelSettings(Settings):
+    """The labels an operator adds to every routewatch alert, the same in the push to
+    Alertmanager and in the per-alert series (so both make one alert)."""
+
+    alert_labels: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Static labels on every alert pushed to Alertmanager and every per-alert "
+        "series, as name=value pairs separated by commas (e.g. env=prod,team=mq).",
+    )
+
+    @field_validator("alert_labels", mode="before")
+    @classmethod
+    def _parse_labels(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            pairs = value
+        else:
+            pairs = {}
+            for part in filter(None, (p.strip() for p in str(value or "").split(","))):
+                name, sep, label = part.partition("=")
+                if not sep:
+                    raise ValueError(
+                        f"ROUTEWATCH_ALERT_LABELS takes name=value pairs separated by commas, "
+                        f"got '{part}'"
+                    )
+                pairs[name.strip()] = label.strip()
+        try:
+            return check_static_labels(pairs)
+        except ValueError as exc:
+            raise ValueError(f"ROUTEWATCH_ALERT_LABELS: {exc}") from None
+
+
+class ApiSettings(AlertLabelSettings):
     """Built once, in ``routewatch api`` (or by a test, for ``create_app``)."""
 
     api_host: str = Field(default="127.0.0.1", description="Address the API listens on.")
@@ -30,6 +65,13 @@ class ApiSettings(Settings):
         gt=0,
         description="Label cardinality bound: per-topic metrics cover at most this many topics, "
         "the worst-covered first.",
+    )
+    alert_series_max: int = Field(
+        default=1000,
+        ge=1,
+        description="Label cardinality bound of routewatch_alert_open: at most this many "
+        "alerts get a series of their own (critical first, then the oldest); the rest are "
+        "counted in one overflow series per kind.",
     )
     ready_max_batch_age_s: float = Field(
         default=120.0,

@@ -8,9 +8,31 @@ document stays as the API has always served it.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel
 
-__all__ = ["BrokerView", "NamesrvLiveness", "QueueView", "RouteWindow", "TopicView"]
+__all__ = [
+    "BrokerView",
+    "NamesrvLiveness",
+    "QueueView",
+    "RouteWindow",
+    "SilenceView",
+    "TopicView",
+]
+
+
+class SilenceView(BaseModel):
+    """A silence that holds an open alert now: made through routewatch (``source``
+    ``routewatch``: ``POST /alerts/{id}/silence``, no id) or in Alertmanager (``alertmanager``:
+    its silence id, who made it and why, as ``routewatch notify`` last read it there); until
+    when (epoch ms, wall clock)."""
+
+    source: Literal["routewatch", "alertmanager"]
+    id: str | None
+    until: int
+    by: str | None
+    comment: str | None
 
 
 # A broker as one NameServer has it: live (registered within 120 s), its last heartbeat, and

@@ -164,4 +164,40 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE jobs ADD COLUMN failure TEXT;
         """,
     ),
+    (
+        6,
+        # routewatch notify's own tables (docs/alertmanager.md). What it has pushed as firing to
+        # each Alertmanager (receiver: its URL), under which labels: a row leaves only once
+        # that Alertmanager has accepted the resolution, so a resolve is never forgotten across
+        # a restart or an outage. The Alertmanager silences that hold a routewatch alert, as
+        # each Alertmanager said at its last round (ours: made by routewatch from a silence of
+        # its own API). And each receiver's last round: when, whether it was accepted, and why
+        # not.
+        """
+        CREATE TABLE alertmanager_pushed (
+            receiver TEXT NOT NULL,
+            alert_id TEXT NOT NULL,
+            labels TEXT NOT NULL,
+            pushed_at BIGINT NOT NULL,
+            PRIMARY KEY (receiver, alert_id, labels)
+        );
+        CREATE TABLE alertmanager_silences (
+            receiver TEXT NOT NULL,
+            silence_id TEXT NOT NULL,
+            alert_id TEXT NOT NULL,
+            ends_at BIGINT NOT NULL,
+            created_by TEXT NOT NULL,
+            comment TEXT NOT NULL,
+            ours INTEGER NOT NULL,
+            PRIMARY KEY (receiver, silence_id, alert_id)
+        );
+        CREATE INDEX alertmanager_silences_by_alert ON alertmanager_silences (alert_id);
+        CREATE TABLE alertmanager_rounds (
+            receiver TEXT PRIMARY KEY,
+            tried_at BIGINT NOT NULL,
+            pushed_at BIGINT,
+            failure TEXT
+        );
+        """,
+    ),
 ]

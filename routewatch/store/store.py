@@ -177,6 +177,74 @@ class Store:
                 (alert_id, acked_at, acked_by, silenced_until, now_ms),
             )
 
+    # -- routewatch notify's writes --------------------------------------------------------------
+
+    def pushed(self, receiver: str) -> dict[tuple[str, str], int]:
+        """What ``routewatch notify`` has pushed as firing to ``receiver`` and not yet seen
+        resolved there: (alert id, labels key) -> when it was last pushed."""
+        rows = self.db.execute(
+            "SELECT alert_id, labels, pushed_at FROM alertmanager_pushed WHERE receiver = ?",
+            (receiver,),
+        )
+        return {(r["alert_id"], r["labels"]): r["pushed_at"] for r in rows}
+
+    def record_push(
+        self,
+        receiver: str,
+        firing: Iterable[tuple[str, str]],
+        ended: Iterable[tuple[str, str]],
+        now_ms: int,
+    ) -> None:
+        """``receiver`` accepted a push: ``firing`` (alert id, labels key) is held firing there
+        now, ``ended`` resolved; the round is recorded as a success."""
+        with self.transaction() as db:
+            for alert_id, labels in ended:
+                db.execute(
+                    "DELETE FROM alertmanager_pushed WHERE receiver = ? AND alert_id = ? "
+                    "AND labels = ?",
+                    (receiver, alert_id, labels),
+                )
+            for alert_id, labels in firing:
+                db.execute(
+                    "INSERT INTO alertmanager_pushed (receiver, alert_id, labels, pushed_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (receiver, alert_id, labels) "
+                    "DO UPDATE SET pushed_at = excluded.pushed_at",
+                    (receiver, alert_id, labels, now_ms),
+                )
+            _round(db, receiver, now_ms, None)
+
+    def record_push_failure(self, receiver: str, failure: str, now_ms: int) -> None:
+        """A round that ``receiver`` did not accept, and why (one line)."""
+        with self.transaction() as db:
+            _round(db, receiver, now_ms, failure)
+
+    def replace_silences(self, receiver: str, rows: Iterable[dict[str, Any]]) -> None:
+        """The silences ``receiver`` holds over routewatch's alerts now (each a dict with the
+        columns of ``alertmanager_silences`` but the receiver), in place of the last round's."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM alertmanager_silences WHERE receiver = ?", (receiver,))
+            for r in rows:
+                db.execute(
+                    "INSERT INTO alertmanager_silences (receiver, silence_id, alert_id, ends_at, "
+                    "created_by, comment, ours) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    (
+                        receiver,
+                        r["silence_id"],
+                        r["alert_id"],
+                        r["ends_at"],
+                        r["created_by"],
+                        r["comment"],
+                        int(r["ours"]),
+                    ),
+                )
+
+    def notify_rounds(self) -> list[dict[str, Any]]:
+        """Each receiver's last round: tried, last accepted, and the failure of the last one
+        (None when it was accepted)."""
+        rows = self.db.execute("SELECT * FROM alertmanager_rounds ORDER BY receiver")
+        return [dict(r) for r in rows]
+
     # -- reads ----------------------------------------------------------------------------------
 
     def alerts(self, *, state: str | None = None) -> list[dict[str, Any]]:
@@ -227,6 +295,16 @@ def _report(db: Backend, job: str, now: int, behind: bool) -> None:
         "ELSE COALESCE(jobs.behind_since, excluded.behind_since) END, "
         "stopped_at = NULL, failure = NULL",
         (job, now, now if behind else None),
+    )
+
+
+def _round(db: Backend, receiver: str, now: int, failure: str | None) -> None:
+    db.execute(
+        "INSERT INTO alertmanager_rounds (receiver, tried_at, pushed_at, failure) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (receiver) DO UPDATE SET tried_at = excluded.tried_at, "
+        "pushed_at = COALESCE(excluded.pushed_at, alertmanager_rounds.pushed_at), "
+        "failure = excluded.failure",
+        (receiver, now, None if failure else now, failure),
     )
 
 

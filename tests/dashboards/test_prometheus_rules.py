@@ -52,3 +52,33 @@ def test_a_broken_rule_unit_test_fails(tmp_path: object) -> None:
     )
     assert result.returncode != 0
     assert "FAILED" in result.stdout + result.stderr  # an expectation failed, not the loading
+
+
+def test_per_alert_rules_make_one_alertmanager_alert_per_kind_with_the_push_labels() -> None:
+    """One rule per kind, named after it, over its own series, dropping exactly the labels the
+    scrape adds (instance, job) and kind (alertname is the kind): the labels of the push."""
+    import yaml
+
+    from routewatch.alerts import ALERT_KINDS
+
+    groups = {g["name"]: g["rules"] for g in yaml.safe_load(RULES_FILE.read_text())["groups"]}
+    per_alert = groups["routewatch.alerts.per-alert"]
+    assert [r["alert"] for r in per_alert] == list(ALERT_KINDS)
+    for rule in per_alert:
+        kind = rule["alert"]
+        assert rule["expr"] == (
+            f'max without (instance, job, kind) (routewatch_alert_open{{kind="{kind}"}}) > 0'
+        )
+        assert "labels" not in rule and "for" not in rule  # its own severity, at once
+        assert rule["annotations"]["runbook_url"].endswith(f"/runbook#{kind.lower()}")
+    # no other rule pages for routewatch's alerts a second time
+    others = [
+        r
+        for name, rules in groups.items()
+        if name != "routewatch.alerts.per-alert"
+        for r in rules
+        if "alert" in r
+    ]
+    assert not any("routewatch_alerts_open" in r["expr"] for r in others)
+    assert not any("routewatch_topic_coverage_ratio" in r["expr"] for r in others)
+    assert not any("routewatch_broker_up" in r["expr"] for r in others)

@@ -9,6 +9,9 @@ from routewatch.store.views.alerts import (
     alerts,
     decode_cursor,
     open_alert_counts,
+    open_alerts,
+    paging_alerts,
+    silenced_by,
 )
 from routewatch.store.views.brokers import broker_views
 from routewatch.store.views.progress import (
@@ -55,8 +58,11 @@ __all__ = [
     "last_batch",
     "newest_times",
     "open_alert_counts",
+    "open_alerts",
+    "paging_alerts",
     "route_windows",
     "running_jobs",
+    "silenced_by",
     "store_version",
     "stream_time",
     "topic_index",

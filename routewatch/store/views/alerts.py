@@ -3,13 +3,24 @@ a page at a time; and the open alerts counted for the metrics."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from routewatch.store.store import Store, alert_row
 from routewatch.store.views.cursors import NOT_OURS, decode, encode
 
-__all__ = ["AlertFilter", "alert", "alerts", "decode_cursor", "encode_cursor", "open_alert_counts"]
+__all__ = [
+    "AlertFilter",
+    "alert",
+    "alerts",
+    "decode_cursor",
+    "encode_cursor",
+    "open_alert_counts",
+    "open_alerts",
+    "paging_alerts",
+    "silenced_by",
+]
 
 
 @dataclass(frozen=True)
@@ -78,14 +89,76 @@ def alerts(
         f"{_SELECT} WHERE {page_where} ORDER BY a.opened_at DESC, a.id DESC LIMIT ?",
         [*page_args, limit + 1],
     ).fetchall()
-    page = [alert_row(r) for r in rows[:limit]]
+    page = _with_silences(store, [alert_row(r) for r in rows[:limit]])
     following = encode_cursor(page[-1]["opened_at"], page[-1]["id"]) if len(rows) > limit else None
     return page, total, following
 
 
 def alert(store: Store, alert_id: str) -> dict[str, Any] | None:
     row = store.db.execute(f"{_SELECT} WHERE a.id = ?", (alert_id,)).fetchone()
-    return None if row is None else alert_row(row)
+    return None if row is None else _with_silences(store, [alert_row(row)])[0]
+
+
+def open_alerts(store: Store) -> list[dict[str, Any]]:
+    """Every open alert with its acknowledgement state, oldest first."""
+    rows = store.db.execute(f"{_SELECT} WHERE a.state = 'open' ORDER BY a.opened_at, a.id")
+    return [alert_row(r) for r in rows]
+
+
+def silenced_by(
+    store: Store, alerts: list[dict[str, Any]], now_ms: int
+) -> dict[str, list[dict[str, Any]]]:
+    """The silences that hold each of ``alerts`` (rows with ``silenced_until``) at ``now_ms``:
+    routewatch's own, then each Alertmanager's, soonest to end first (one an Alertmanager
+    holds only because routewatch made it from its own is not listed twice)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for a in alerts:
+        until = a.get("silenced_until")
+        if until is not None and until > now_ms:
+            out.setdefault(a["id"], []).append(
+                {
+                    "source": "routewatch",
+                    "id": None,
+                    "until": until,
+                    "by": a.get("acked_by"),
+                    "comment": None,
+                }
+            )
+    ids = [a["id"] for a in alerts]
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = store.db.execute(
+            "SELECT DISTINCT alert_id, silence_id, ends_at, created_by, comment "
+            f"FROM alertmanager_silences WHERE ours = 0 AND ends_at > ? AND alert_id IN ({marks}) "
+            "ORDER BY ends_at, silence_id",
+            [now_ms, *chunk],
+        )
+        for r in rows:
+            out.setdefault(r["alert_id"], []).append(
+                {
+                    "source": "alertmanager",
+                    "id": r["silence_id"],
+                    "until": r["ends_at"],
+                    "by": r["created_by"],
+                    "comment": r["comment"],
+                }
+            )
+    return out
+
+
+def paging_alerts(store: Store, now_ms: int) -> list[dict[str, Any]]:
+    """The open alerts that no silence holds at ``now_ms``, oldest first: those that page."""
+    rows = open_alerts(store)
+    held = silenced_by(store, rows, now_ms)
+    return [r for r in rows if r["id"] not in held]
+
+
+def _with_silences(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found = silenced_by(store, rows, int(time.time() * 1000))
+    for r in rows:
+        r["silenced_by"] = found.get(r["id"], [])
+    return rows
 
 
 def open_alert_counts(store: Store) -> list[tuple[str, str, int]]:
