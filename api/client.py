@@ -24,6 +24,7 @@ from routewatch.errors import RoutewatchError
 from routewatch.settings import Settings, load
 from routewatch.store import Store, StoreError, open_store
 from routewatch.store.backend import locate
+from routewatch.store.views import AlertFilter, alerts
 from routewatch.terminal import alert_line, iso_time, remedy_line
 
 __all__ = ["register"]
@@ -128,8 +129,9 @@ def _open(settings: Settings) -> Store:
 def _store_alerts(settings: Settings, args: argparse.Namespace) -> list[dict[str, Any]]:
     store = _open(settings)
     try:
-        alerts: list[dict[str, Any]] = store.alerts(state=args.state)
-        return alerts
+        # (as the API lists them: with their acknowledgement and silences)
+        page, _, _ = alerts(store, AlertFilter(state=args.state), limit=2**31)
+        return page
     except StoreError:
         raise _no_store(settings) from None
     finally:

@@ -147,3 +147,70 @@ def test_follow_prints_each_change_as_the_job_writes_it(tmp_path: Path, via: str
     finally:
         for proc in procs:
             stop(proc)
+
+
+def _silence(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", "silence", *args],
+        env=_env(data) | env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_routewatch_silence_silences_one_alert_for_alertmanager_and_lifts_it(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(store_dir, data)
+    listed = orjson.loads(_alerts(data, "--state", "open", "-o", "json").stdout)
+    target = listed[0]["id"]
+
+    done = _silence(data, target, "--for", "30d")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Silenced {target} until 20")
+    after = {a["id"]: a for a in orjson.loads(_alerts(data, "-o", "json").stdout)}
+    assert sum(1 for a in after.values() if a.get("silenced_until")) == 1
+
+    lifted = _silence(data, target, "--lift")
+    assert lifted.returncode == 0 and lifted.stdout == f"Lifted the silence of {target}.\n"
+
+    # one sentence for what is wrong
+    unknown = _silence(data, "no-such-alert", "--for", "1h")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("routewatch: there is no alert with id no-such-alert")
+    bad = _silence(data, target, "--for", "soon")
+    assert bad.returncode == 2 and "'soon' is not a duration" in bad.stderr
+    no_token = _silence(data, target, "--for", "1h", "--api", "http://127.0.0.1:1")
+    assert no_token.returncode == 2
+    assert "set ROUTEWATCH_API_TOKEN" in no_token.stderr
+
+
+def test_routewatch_silence_through_the_api_for_alertmanager(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(store_dir, data)
+    target = orjson.loads(_alerts(data, "--state", "open", "-o", "json").stdout)[0]["id"]
+    port = free_port()
+    token = {"ROUTEWATCH_API_TOKEN": "tok"}
+    env = _env(data) | {"ROUTEWATCH_API_PORT": str(port)} | token
+    proc = start_routewatch(["api"], env, tmp_path / "api.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: proc.poll() is None and _up(url), 60, "the API")
+        wrong = _silence(data, target, "--for", "1h", "--api", url, ROUTEWATCH_API_TOKEN="x")
+        assert wrong.returncode == 2 and "the API refused the silence (401)" in wrong.stderr
+        done = _silence(data, target, "--for", "1h", "--api", url, **token)
+        assert done.returncode == 0, done.stderr
+        with urllib.request.urlopen(f"{url}/alerts/{target}", timeout=10) as response:
+            (silence,) = orjson.loads(response.read())["silenced_by"]
+        assert silence["source"] == "routewatch"
+    finally:
+        stop(proc)

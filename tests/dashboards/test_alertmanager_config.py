@@ -120,3 +120,10 @@ def test_alertmanager_inhibition_rules_inhibit_what_they_say_and_nothing_else(
     found = states()
     assert {i for i, s in found.items() if s == "suppressed"} == INHIBITED
     assert {i for i, s in found.items() if s == "active"} == {a["id"] for a in ALERTS} - INHIBITED
+
+
+def test_the_test_alertmanager_listens_on_loopback_only(alertmanager: Alertmanager) -> None:
+    from routewatch.testing.processes import listening_addresses
+
+    assert alertmanager.process is not None
+    assert listening_addresses(alertmanager.process.pid) == {("127.0.0.1", alertmanager.port)}
