@@ -15,12 +15,10 @@ from typing import Any
 
 import orjson
 import pytest
-import yaml
 from fastapi.testclient import TestClient
 
 from api import ApiSettings, create_app
 from api.notify import Notifier, NotifySettings
-from dashboards import ALERTMANAGER_FILE
 from emitter.scenarios import on_clusters
 from routewatch.alertmanager import alert_labels, labels_key
 from routewatch.codec import encode
@@ -30,7 +28,8 @@ from routewatch.store.views import open_alerts
 from routewatch.testing.alertmanager import Alertmanager, running_alertmanager
 from routewatch.testing.processes import free_port, wait_for
 from streaming.settings import StreamingSettings
-from tests.streaming.engine.events import Trace
+from tests.support.alertmanager import held as am_held
+from tests.support.alertmanager import severity_flip, shipped_config
 from tests.support.stores import EngineJob
 
 pytestmark = pytest.mark.alertmanager
@@ -45,27 +44,10 @@ CLUSTERS = {
 BATCH_MS = 5_000
 
 
-def _flip() -> list[str]:
-    """Cluster Flip: T auto-created on a then b of a, b and c — PARTIAL_COVERAGE critical at
-    1/3, warning at 2/3, critical again when b expires (1/2)."""
-    t = Trace()
-    t.every(0, 180, 30, "c")
-    t.hb(0, "a")
-    t.hb(0, "b")
-    t.send(1, "T", broker="a", auto_created=True)
-    t.hb(1, "a", {"T": 4}, full=False)
-    t.send(2, "T", broker="b", auto_created=True)
-    t.hb(2, "b", {"T": 4}, full=False)
-    t.every(30, 180, 30, "a", topics={"T": 4})
-    t.hb(30, "b", {"T": 4})
-    for e in t.events:
-        e["cluster"] = "Flip"
-    return [raw for _, _, _, raw in t.arrivals()]
-
-
 def _batches() -> list[list[str]]:
     """The scenarios and Flip, merged in event time, in batches of 5 s of it."""
-    lines = [encode(e).decode() for e in on_clusters(CLUSTERS, first_seed=1)] + _flip()
+    lines = [encode(e).decode() for e in on_clusters(CLUSTERS, first_seed=1)]
+    lines += [orjson.dumps(e).decode() for e in severity_flip()]
     lines.sort(key=lambda line: orjson.loads(line)["ts"])
     out: list[list[str]] = []
     start: int | None = None
@@ -80,12 +62,7 @@ def _batches() -> list[list[str]]:
 
 @pytest.fixture
 def alertmanager(tmp_path: Path) -> Iterator[Alertmanager]:
-    """The shipped configuration, its pager a closed port of 127.0.0.1."""
-    config: dict[str, Any] = yaml.safe_load(ALERTMANAGER_FILE.read_text())
-    for receiver in config["receivers"]:
-        for hook in receiver.get("webhook_configs", []):
-            hook["url"] = f"http://127.0.0.1:{free_port()}/"
-    with running_alertmanager(config, tmp_path / "alertmanager") as am:
+    with running_alertmanager(shipped_config(), tmp_path / "alertmanager") as am:
         yield am
 
 
@@ -99,15 +76,6 @@ def _settings(data_dir: Path, am: Alertmanager, **kw: Any) -> NotifySettings:
         **kw,
     }
     return load(NotifySettings, **values)
-
-
-def _firing(am: Alertmanager) -> dict[str, dict[str, Any]]:
-    """What the Alertmanager holds from routewatch, active or suppressed, by labels."""
-    return {
-        labels_key(a["labels"]): a
-        for a in am.alerts(filter='routewatch_id=~".+"')
-        if a["status"]["state"] in ("active", "suppressed")
-    }
 
 
 def _open(url: str) -> dict[str, dict[str, Any]]:
@@ -127,7 +95,7 @@ def test_alertmanager_holds_one_alert_per_open_routewatch_alert_after_every_roun
     for lines in _batches():
         job.write(lines)
         assert notifier.round() == []
-        held, wanted = _firing(alertmanager), _open(job.url)
+        held, wanted = am_held(alertmanager), _open(job.url)
         assert set(held) == set(wanted)  # one Alertmanager alert per open alert, no more
         for key, a in held.items():
             seen.setdefault(a["labels"]["routewatch_id"], set()).add(a["labels"]["severity"])
@@ -151,7 +119,7 @@ def test_alertmanager_holds_one_alert_per_open_routewatch_alert_after_every_roun
 
 
 def _ids(am: Alertmanager) -> set[str]:
-    return {a["labels"]["routewatch_id"] for a in _firing(am).values()}
+    return {a["labels"]["routewatch_id"] for a in am_held(am).values()}
 
 
 def test_alertmanager_silence_on_one_topic_silences_that_alert_alone(
@@ -221,7 +189,7 @@ def test_alertmanager_gets_a_silence_for_a_routewatch_silence_and_loses_it_when_
         {"name": "routewatch_id", "value": target["id"], "isRegex": False, "isEqual": True}
     ]
     assert made["createdBy"] == "routewatch"
-    held = {a["labels"]["routewatch_id"]: a for a in _firing(alertmanager).values()}
+    held = {a["labels"]["routewatch_id"]: a for a in am_held(alertmanager).values()}
     assert held[target["id"]]["status"]["silencedBy"] == [made["id"]]
     assert all(not a["status"]["silencedBy"] for i, a in held.items() if i != target["id"])
     assert notifier.round() == []  # a second round makes no second silence
@@ -251,7 +219,7 @@ def test_alertmanager_outage_and_pusher_restart_lose_no_page_and_leave_none_stal
     for lines in batches[:third]:
         job.write(lines)
         assert notifier.round() == []
-    before = set(_firing(alertmanager))
+    before = set(am_held(alertmanager))
     assert before
 
     process = alertmanager.process
@@ -270,14 +238,14 @@ def test_alertmanager_outage_and_pusher_restart_lose_no_page_and_leave_none_stal
     finally:
         os.kill(process.pid, signal.SIGCONT)
     wait_for(lambda: notifier.round() == [], 30, "Alertmanager answering again")
-    assert set(_firing(alertmanager)) == set(_open(job.url))
+    assert set(am_held(alertmanager)) == set(_open(job.url))
 
     alertmanager.stop()
     alertmanager.start()  # (same address and storage; its alerts forgotten)
     for lines in batches[2 * third :]:
         job.write(lines)
         assert notifier.round() == []
-        assert set(_firing(alertmanager)) == set(_open(job.url))
+        assert set(am_held(alertmanager)) == set(_open(job.url))
 
 
 def test_alertmanager_unreachable_is_recorded_and_shown_in_metrics(tmp_path: Path) -> None:

@@ -1,6 +1,10 @@
 """A real Prometheus scrapes the real API while scenarios stream through the job: every panel's
 query, with its template variables filled in, returns data for the scenario meant to light it,
-and the critical alerting rules go pending or firing."""
+and the per-alert rules fire one Prometheus alert per routewatch alert. Both reach a real
+Alertmanager — the rules through Prometheus, and ``routewatch notify``'s push — configured as
+docs/alertmanager.md says: it holds exactly one alert per open routewatch alert, every alert
+appears there with its labels and link, updates when its severity changes, and ends there when
+routewatch resolves it."""
 
 from __future__ import annotations
 
@@ -8,26 +12,31 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 from pyspark.sql import SparkSession
 
 from dashboards import DASHBOARD_FILE, RULES_FILE
 from emitter.scenarios import on_clusters
+from routewatch.codec import encode
 from routewatch.settings import load
+from routewatch.store import open_store
+from routewatch.testing.alertmanager import Alertmanager, running_alertmanager
 from routewatch.testing.processes import api_answers, free_port, start_routewatch, stop, wait_for
 from routewatch.testing.prometheus import Prometheus, running_prometheus
 from streaming.job.stream import start_stream
 from streaming.settings import StreamingSettings
 from tests.support import grafana
-from tests.support.traces import write_trace
+from tests.support.alertmanager import held, severity_flip, shipped_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.alertmanager]
 
 # Each scenario on a cluster of its own, so that one stream lights every panel.
 CLUSTERS = {
@@ -91,23 +100,28 @@ LIT: dict[tuple[str, str], tuple[dict[str, str], Check]] = {
     ("Collector: work per second", "F"): ({}, DATA),
     ("Collector: work per second", "G"): ({}, DATA),
 }
-FIRING = {
-    "RoutewatchRouteAlertOpen",
-    "RoutewatchBrokerDown",
-    "RoutewatchTopicWithoutRoute",
-    "RoutewatchRouteFailures",
-    "RoutewatchNameServersDisagree",
-}
+# the per-alert rules that fire, one Prometheus alert per routewatch alert
+FIRING = {"PARTIAL_COVERAGE", "BROKER_EXPIRED", "NO_ROUTE_INFO", "NAMESRV_DIVERGENCE"}
+FLIP = "Flip"  # a cluster whose PARTIAL_COVERAGE goes from warning to critical
 
 
 def _mixed_trace(head: Path, rest: Path) -> None:
-    """The trace, starting now, in two parts: its first ``HEAD_MS``, and the rest."""
+    """The trace and the Flip cluster's events, starting now, in two parts: its first
+    ``HEAD_MS``, and the rest."""
     events = on_clusters(CLUSTERS, first_seed=1)
     shift = int(time.time() * 1000) - events[0].ts
-    events = [dataclasses.replace(e, ts=e.ts + shift) for e in events]
-    cut = next(i for i, e in enumerate(events) if e.ts >= events[0].ts + HEAD_MS)
-    write_trace(events[:cut], head)
-    write_trace(events[cut:], rest)
+    lines = [
+        (e.ts + shift, encode(dataclasses.replace(e, ts=e.ts + shift)).decode()) for e in events
+    ]
+    lines += [
+        (e["ts"] + shift, orjson.dumps({**e, "ts": e["ts"] + shift}).decode())
+        for e in severity_flip(FLIP)
+    ]
+    lines.sort(key=lambda line: line[0])
+    cut = next(i for i, (ts, _) in enumerate(lines) if ts >= lines[0][0] + HEAD_MS)
+    head.parent.mkdir(parents=True, exist_ok=True)
+    head.write_text("".join(line + "\n" for _, line in lines[:cut]))
+    rest.write_text("".join(line + "\n" for _, line in lines[cut:]))
 
 
 @pytest.fixture
@@ -146,7 +160,36 @@ def collector_metrics(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def prometheus(api_url: str, collector_metrics: str, tmp_path: Path) -> Iterator[Prometheus]:
+def alertmanager(tmp_path: Path) -> Iterator[Alertmanager]:
+    with running_alertmanager(shipped_config(), tmp_path / "alertmanager") as am:
+        yield am
+
+
+@pytest.fixture
+def notify(alertmanager: Alertmanager, api_url: str, tmp_path: Path) -> Iterator[None]:
+    """``routewatch notify`` pushing the store's alerts to the Alertmanager every 0.5 s."""
+    env = {
+        **os.environ,
+        "ROUTEWATCH_DATA_DIR": str(tmp_path),
+        "ROUTEWATCH_ALERTMANAGER_URL": alertmanager.url,
+        "ROUTEWATCH_PUBLIC_URL": api_url,
+        "ROUTEWATCH_NOTIFY_INTERVAL_S": "0.5",
+    }
+    log = tmp_path / "notify.log"
+    proc = start_routewatch(["notify"], env, log)
+    try:
+        wait_for(lambda: "pushing the alerts" in log.read_text(), 60, "routewatch notify")
+        yield
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def prometheus(
+    api_url: str, collector_metrics: str, alertmanager: Alertmanager, tmp_path: Path
+) -> Iterator[Prometheus]:
+    """The shipped prometheus.yml with the test's addresses: the API, the collector (a static
+    target in place of the shipped, empty, target file) and the Alertmanager."""
     config: dict[str, Any] = yaml.safe_load((RULES_FILE.parent / "prometheus.yml").read_text())
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     targets = {
@@ -156,7 +199,10 @@ def prometheus(api_url: str, collector_metrics: str, tmp_path: Path) -> Iterator
     assert {job["job_name"] for job in config["scrape_configs"]} == set(targets)
     for job in config["scrape_configs"]:
         job["scrape_timeout"] = "1s"
+        job.pop("file_sd_configs", None)
         job["static_configs"] = [{"targets": [targets[job["job_name"]]]}]
+    (sender,) = config["alerting"]["alertmanagers"]
+    sender["static_configs"] = [{"targets": [alertmanager.url.removeprefix("http://")]}]
     with running_prometheus(config, tmp_path / "prometheus", RULES_FILE) as server:
         yield server
 
@@ -181,8 +227,54 @@ def _unlit(prom: Prometheus, board: dict[str, Any], start: float) -> list[str]:
     return out
 
 
-def test_every_panel_lights_up_for_its_scenario(
-    spark: SparkSession, tmp_path: Path, prometheus: Prometheus
+class Watch:
+    """What the Alertmanager held from routewatch, polled every 0.2 s in a thread: each
+    routewatch alert's severities there."""
+
+    def __init__(self, am: Alertmanager) -> None:
+        self.am = am
+        self.seen: dict[str, set[str]] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        while not self.done.wait(0.2):
+            for a in held(self.am).values():
+                labels = a["labels"]
+                self.seen.setdefault(labels["routewatch_id"], set()).add(labels["severity"])
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+def _alertmanager_agrees(am: Alertmanager, api_url: str) -> bool:
+    """Exactly one alert there per open routewatch alert, with its labels, and no other."""
+    import httpx
+
+    page = httpx.get(f"{api_url}/alerts", params={"state": "open", "limit": 1000}, timeout=10)
+    open_ids = {a["id"]: a for a in page.json()["data"]}
+    there = [a["labels"] for a in held(am).values()]
+    ids = [labels["routewatch_id"] for labels in there]
+    return sorted(ids) == sorted(open_ids) and all(
+        (labels["alertname"], labels["severity"], labels["cluster"])
+        == (
+            open_ids[labels["routewatch_id"]]["kind"],
+            open_ids[labels["routewatch_id"]]["severity"],
+            open_ids[labels["routewatch_id"]]["cluster"],
+        )
+        for labels in there
+    )
+
+
+def test_every_panel_lights_up_and_alertmanager_holds_one_alert_per_routewatch_alert(
+    spark: SparkSession,
+    tmp_path: Path,
+    prometheus: Prometheus,
+    alertmanager: Alertmanager,
+    notify: None,
+    api_url: str,
 ) -> None:
     board = grafana.load(DASHBOARD_FILE)
     assert {(t.panel, t.ref) for t in grafana.targets(board)} == set(LIT)
@@ -194,6 +286,7 @@ def test_every_panel_lights_up_for_its_scenario(
     start = time.time()
     query = start_stream(spark, settings, "spool")
     replay: subprocess.Popen[bytes] | None = None
+    watch = Watch(alertmanager)
 
     def refusals_seen_at_zero() -> bool:
         seen = prometheus.query('routewatch_sends_total{status="TOPIC_NOT_EXIST"} == 0')
@@ -239,7 +332,36 @@ def test_every_panel_lights_up_for_its_scenario(
         )
         alerts = prometheus.query_range("ALERTS", start, time.time())
         assert {s["metric"]["alertname"] for s in alerts} >= FIRING
+        # one per topic: the Demo cluster's stuck topic has a Prometheus alert of its own
+        stuck = prometheus.query('ALERTS{alertname="PARTIAL_COVERAGE",topic="StuckTopic"}')
+        assert {s["metric"]["cluster"] for s in stuck} == {"Demo"}
+
+        # push and rules together, as documented: one Alertmanager alert per routewatch alert
+        wait_for(
+            lambda: _alertmanager_agrees(alertmanager, api_url),
+            60,
+            "Alertmanager holding exactly routewatch's open alerts",
+        )
+        watch.stop()
+        store = open_store(settings.store_url)
+        try:
+            every = store.alerts()
+            written = {
+                (r["alert_id"], r["change"]): r["written_at"]
+                for r in store.db.execute("SELECT alert_id, change, written_at FROM alert_log")
+            }
+        finally:
+            store.close()
+        assert {a["severity"] for a in every} >= {"critical", "warning"}
+        for a in every:  # every alert open for 3 s of wall clock was seen there
+            opened = min(t for (i, _), t in written.items() if i == a["id"])
+            ended = written.get((a["id"], "resolved"), int(time.time() * 1000))
+            if ended - opened >= 3_000:
+                assert a["id"] in watch.seen, a
+        (flip,) = [a for a in every if (a["cluster"], a["kind"]) == (FLIP, "PARTIAL_COVERAGE")]
+        assert watch.seen[flip["id"]] == {"warning", "critical"}  # updated there, one at a time
     finally:
+        watch.stop()
         if replay is not None:
             stop(replay)
         query.stop()
