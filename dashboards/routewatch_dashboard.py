@@ -477,6 +477,80 @@ def _pipeline_row() -> list[timeseries.Panel | stat.Panel]:
     ]
 
 
+def _paging_row() -> list[table.Panel | timeseries.Panel | stat.Panel]:
+    paging = (
+        table.Panel()
+        .title("Paging alerts, one per routewatch alert")
+        .description(
+            "Open routewatch alerts that no silence holds: each is one Alertmanager alert, "
+            "named after its kind, pushed by routewatch notify and made by the per-kind "
+            "Prometheus rules alike. routewatch_id overflow: alerts beyond "
+            "ROUTEWATCH_ALERT_SERIES_MAX, counted. GET /alerts/<routewatch_id> has the remedy."
+        )
+        .datasource(DATASOURCE)
+        .with_target(_query(f"routewatch_alert_open{{{CLUSTER}}}", instant=True))
+        .with_transformation(
+            model.DataTransformerConfig(
+                id_val="organize",
+                options={
+                    "excludeByName": {
+                        "Time": True,
+                        "__name__": True,
+                        "instance": True,
+                        "job": True,
+                    },
+                    "renameByName": {"Value": "alerts"},
+                },
+            )
+        )
+        .height(8)
+        .span(12)
+    )
+    return [
+        paging,
+        _timeseries(
+            "Per-alert series left out",
+            "Open alerts left without a routewatch_alert_open series of their own by "
+            "ROUTEWATCH_ALERT_SERIES_MAX (counted in their kind's overflow series instead), "
+            "per scrape. Above 0: raise the bound, or silence what is known.",
+            [
+                _query(
+                    "sum by (kind) (increase(routewatch_alert_series_dropped_total"
+                    "[$__rate_interval]))",
+                    "{{kind}}",
+                )
+            ],
+            span=12,
+            bars=True,
+        ),
+        _timeseries(
+            "Alertmanager push: seconds since the last round and the last accepted push",
+            "routewatch notify pushes every few seconds. Round age rising "
+            "(RoutewatchNotifyStopped over 60 s): the pusher stopped; accepted-push age rising "
+            "while rounds go on (RoutewatchNotifyFailing): that Alertmanager refuses or does not "
+            "answer — routewatch notify's log says why; nothing is lost meanwhile.",
+            [
+                _query("time() - routewatch_notify_round_timestamp_seconds", "round {{receiver}}"),
+                _query(
+                    "time() - routewatch_notify_push_timestamp_seconds",
+                    "accepted {{receiver}}",
+                    ref="B",
+                ),
+            ],
+            unit="s",
+            span=18,
+        ).thresholds(_thresholds((None, GREEN), (30, ORANGE), (60, RED))),
+        _stat(
+            "Alertmanager accepts the push",
+            "Red: an Alertmanager refused routewatch notify's last round (RoutewatchNotifyFailing "
+            "after 2 min). Check that Alertmanager and the path to it; the pusher retries every "
+            "round and loses no resolve.",
+            "max(routewatch_notify_failing)",
+            red_at=1,
+        ).mappings(_mapping({"0": ("accepted", GREEN), "1": ("REFUSED", RED)})),
+    ]
+
+
 def _variables() -> list[dash.DatasourceVariable | dash.QueryVariable]:
     def label_values(name: str, query: str) -> dash.QueryVariable:
         return (
@@ -524,6 +598,7 @@ def build() -> model.Dashboard:
         ("Brokers and NameServers", _brokers_row()),
         ("Pipeline health", _pipeline_row()),
         ("Collector", _collector_row()),
+        ("Paging (Alertmanager)", _paging_row()),
     ]
     for title, panels in rows:
         board = board.with_row(dash.Row(title))

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from api.notify import NotifySettings
 from api.settings import ApiSettings
 from emitter.collect.settings import CollectSettings
 from emitter.settings import EmitterSettings
@@ -26,7 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(
-    "settings", [Settings, EmitterSettings, CollectSettings, StreamingSettings, ApiSettings]
+    "settings",
+    [Settings, EmitterSettings, CollectSettings, StreamingSettings, ApiSettings, NotifySettings],
 )
 def test_every_setting_is_in_the_operations_guide(settings: type[Settings]) -> None:
     guide = (REPO / "docs" / "operations.md").read_text()

@@ -205,6 +205,7 @@ def test_alertmanager_gets_a_silence_for_a_routewatch_silence_and_loses_it_when_
     assert not [s for s in alertmanager.silences() if s["status"]["state"] == "active"]
 
 
+@pytest.mark.slow  # (60 s of outage)
 def test_alertmanager_outage_and_pusher_restart_lose_no_page_and_leave_none_stale(
     tmp_path: Path, alertmanager: Alertmanager
 ) -> None:

@@ -99,6 +99,18 @@ LIT: dict[tuple[str, str], tuple[dict[str, str], Check]] = {
     ("Collector: work per second", "E"): ({}, DATA),
     ("Collector: work per second", "F"): ({}, DATA),
     ("Collector: work per second", "G"): ({}, DATA),
+    # routewatch notify pushing to the test's Alertmanager
+    ("Paging alerts, one per routewatch alert", "A"): ({}, POSITIVE),
+    ("Per-alert series left out", "A"): ({}, DATA),
+    ("Alertmanager push: seconds since the last round and the last accepted push", "A"): (
+        {},
+        DATA,
+    ),
+    ("Alertmanager push: seconds since the last round and the last accepted push", "B"): (
+        {},
+        DATA,
+    ),
+    ("Alertmanager accepts the push", "A"): ({}, ZERO),
 }
 # the per-alert rules that fire, one Prometheus alert per routewatch alert
 FIRING = {"PARTIAL_COVERAGE", "BROKER_EXPIRED", "NO_ROUTE_INFO", "NAMESRV_DIVERGENCE"}
