@@ -256,8 +256,9 @@ class Notifier:
                     silence_id=None if have is None else have["id"],
                 )
             )
+        still_open = {a["id"] for a in alerts}
         for alert_id, s in ours.items():
-            if alert_id not in wanted and any(a["id"] == alert_id for a in alerts):
+            if alert_id not in wanted and alert_id in still_open:
                 am.expire_silence(s["id"])  # routewatch's silence of this open alert lifted
 
 
