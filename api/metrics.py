@@ -32,6 +32,7 @@ from routewatch.changes import (
 from routewatch.events import EVENT_CLASSES, SendStatus
 from routewatch.store import Store, StoreUnavailableError
 from routewatch.store.views import (
+    StoreVersion,
     broker_views,
     cluster_names,
     ended_job,
@@ -39,14 +40,17 @@ from routewatch.store.views import (
     newest_times,
     open_alert_counts,
     paging_alerts,
+    stream_time,
     topic_items,
 )
+from routewatch.store.views.convergence import ClusterConvergence, cluster_convergence
 from routewatch.validation import BAD_INPUT_REASONS
 
 __all__ = ["OVERFLOW_ID", "StoreCollector"]
 
 SEND_STATUSES: tuple[str, ...] = typing.get_args(SendStatus)
 OVERFLOW_ID = "overflow"  # the routewatch_id of a kind's overflow series
+CONVERGENCE_RANGE_MS = 3_600_000  # route changes' convergence: the last hour of stream time
 _SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
 
@@ -57,6 +61,8 @@ class StoreCollector(Collector):
         self.topics = topics
         # per-alert series left out of /metrics by the bound, summed over the scrapes
         self.dropped: Counter[str] = Counter()
+        # the clusters' convergence, for the store's version it was computed on
+        self._convergence: tuple[StoreVersion, list[ClusterConvergence]] | None = None
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
@@ -82,6 +88,9 @@ class StoreCollector(Collector):
             topics = topic_items(
                 store, index.brokers, index.worst(self.settings.metrics_max_topics)
             )
+            if self._convergence is None or self._convergence[0] != index.version:
+                self._convergence = (index.version, _convergence(store, index))
+            convergence = self._convergence[1]
         coverage = GaugeMetricFamily(
             "routewatch_topic_coverage_ratio",
             "Share of the cluster's expected brokers (live masters) that hold the topic.",
@@ -99,6 +108,7 @@ class StoreCollector(Collector):
                 brokers.add_metric([t.cluster, t.topic, ns], len({q.broker for q in queues}))
         yield coverage
         yield brokers
+        yield from _convergence_families(convergence)
 
         up = GaugeMetricFamily(
             "routewatch_broker_up",
@@ -285,3 +295,53 @@ def _notify_rounds(rounds: list[dict[str, Any]]) -> Iterator[Metric]:
     yield tried
     yield pushed
     yield failing
+
+
+def _convergence(store: Store, index: Any) -> list[ClusterConvergence]:
+    """Each cluster's convergence over the last hour of its stream time."""
+    out = []
+    for cluster in cluster_names(store):
+        now = stream_time(store, cluster)
+        if now is not None:
+            until = now + 1
+            out.append(
+                cluster_convergence(store, index, cluster, until - CONVERGENCE_RANGE_MS, until)
+            )
+    return out
+
+
+def _convergence_families(found: list[ClusterConvergence]) -> Iterator[Metric]:
+    ratio = GaugeMetricFamily(
+        "routewatch_cluster_topics_converged_ratio",
+        "Share of the cluster's topics (RocketMQ's own aside) on every writable master and "
+        "routed alike by every NameServer.",
+        labels=["cluster"],
+    )
+    apart = GaugeMetricFamily(
+        "routewatch_cluster_topics_apart",
+        "The cluster's topics its NameServers route differently now.",
+        labels=["cluster"],
+    )
+    changes = GaugeMetricFamily(
+        "routewatch_cluster_route_changes_converged",
+        "Route changes that converged in the last hour of the cluster's stream time.",
+        labels=["cluster"],
+    )
+    seconds = GaugeMetricFamily(
+        "routewatch_cluster_route_convergence_seconds",
+        "How long the route changes that converged in the last hour of the cluster's stream "
+        "time took: the median (quantile 0.5) and the worst (quantile 1).",
+        labels=["cluster", "quantile"],
+    )
+    for c in found:
+        if c.ratio is not None:
+            ratio.add_metric([c.cluster], c.ratio)
+        apart.add_metric([c.cluster], c.apart)
+        changes.add_metric([c.cluster], len(c.durations_ms))
+        if c.median_s is not None and c.worst_s is not None:
+            seconds.add_metric([c.cluster, "0.5"], c.median_s)
+            seconds.add_metric([c.cluster, "1"], c.worst_s)
+    yield ratio
+    yield apart
+    yield changes
+    yield seconds

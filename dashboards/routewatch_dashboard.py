@@ -253,6 +253,48 @@ def _topics_row() -> list[table.Panel | timeseries.Panel]:
         .min(0)
         .max(1)
         .thresholds(_thresholds((None, RED), (1, GREEN))),
+        _timeseries(
+            "Convergence per cluster",
+            "Share of each cluster's topics on every writable master and routed alike by every "
+            "NameServer (left), and topics its NameServers route differently now. Below 100 %: "
+            "stuck or lost topics (see the table above) or NameServers that disagree; the "
+            "console's Now page lists them.",
+            [
+                _query(
+                    f"routewatch_cluster_topics_converged_ratio{{{CLUSTER}}}",
+                    "{{cluster}} converged",
+                ),
+                _query(
+                    f"routewatch_cluster_topics_apart{{{CLUSTER}}}", "{{cluster}} apart", ref="B"
+                ),
+            ],
+            span=12,
+        ),
+        _timeseries(
+            "Route changes: how long they took to reach every NameServer",
+            "Over the last hour of each cluster's stream time: the median and the worst time a "
+            "route change took until every NameServer routed the topic alike, and how many "
+            "changes converged. Brokers register with every NameServer every 30 s: a worst "
+            "above 30 s means a NameServer missed a registration.",
+            [
+                _query(
+                    f'routewatch_cluster_route_convergence_seconds{{{CLUSTER}, quantile="0.5"}}',
+                    "{{cluster}} median",
+                ),
+                _query(
+                    f'routewatch_cluster_route_convergence_seconds{{{CLUSTER}, quantile="1"}}',
+                    "{{cluster}} worst",
+                    ref="B",
+                ),
+                _query(
+                    f"routewatch_cluster_route_changes_converged{{{CLUSTER}}}",
+                    "{{cluster}} changes",
+                    ref="C",
+                ),
+            ],
+            unit="s",
+            span=12,
+        ),
     ]
 
 

@@ -99,6 +99,11 @@ LIT: dict[tuple[str, str], tuple[dict[str, str], Check]] = {
     ("Collector: work per second", "E"): ({}, DATA),
     ("Collector: work per second", "F"): ({}, DATA),
     ("Collector: work per second", "G"): ({}, DATA),
+    ("Convergence per cluster", "A"): ({}, DATA),
+    ("Convergence per cluster", "B"): ({}, DATA),
+    ("Route changes: how long they took to reach every NameServer", "A"): ({}, DATA),
+    ("Route changes: how long they took to reach every NameServer", "B"): ({}, DATA),
+    ("Route changes: how long they took to reach every NameServer", "C"): ({}, POSITIVE),
     # routewatch notify pushing to the test's Alertmanager
     ("Paging alerts, one per routewatch alert", "A"): ({}, POSITIVE),
     ("Per-alert series left out", "A"): ({}, DATA),
