@@ -7,13 +7,15 @@ from collections.abc import AsyncIterator
 
 import anyio.to_thread
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CollectorRegistry
 
 from api.access import StoreAccess
+from api.console.render import STATIC
 from api.metrics import StoreCollector
 from api.problems import install_problem_handlers
-from api.routes import alerts, health, inventory, metrics, runbook, stream
+from api.routes import alerts, console, health, inventory, metrics, runbook, stream
 from api.settings import ApiSettings
 from api.topic_cache import TopicCache
 
@@ -53,8 +55,9 @@ def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None)
         StoreCollector(settings, app.state.store_access, app.state.topic_cache)
     )
     install_problem_handlers(app)
+    app.mount("/ui/static", StaticFiles(directory=STATIC), name="console-static")
     # /alerts/stream before /alerts/{alert_id}
-    routers = (stream, alerts, inventory, health, metrics, runbook)
+    routers = (stream, alerts, inventory, health, metrics, runbook, console)
     for router in (r.router for r in routers):
         app.include_router(router)
     return app

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from api.alertmanager_client import Alertmanager, AlertmanagerError, parse_time
-from api.settings import AlertLabelSettings
+from api.settings import PublicSettings
 from routewatch.alertmanager import Links, alert_labels, firing, labels_key, resolved, silence
 from routewatch.settings import load
 from routewatch.store import Store, StoreUnavailableError, open_store
@@ -48,18 +48,13 @@ log = logging.getLogger("routewatch.notify")
 Key = tuple[str, str]  # (alert id, labels key)
 
 
-class NotifySettings(AlertLabelSettings):
+class NotifySettings(PublicSettings):
     """Built once, in ``routewatch notify``."""
 
     alertmanager_url: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Alertmanagers to push to, comma-separated base URLs (http://host:9093); "
         "every one gets every alert, as Prometheus sends to each. Unset: nothing is pushed.",
-    )
-    public_url: str = Field(
-        default="http://127.0.0.1:8000",
-        description="The routewatch API as the on-call reaches it: each alert's generatorURL "
-        "is <public_url>/alerts/<id>.",
     )
     runbook_url: str = Field(
         default="",

@@ -10,18 +10,43 @@ from pydantic_settings import NoDecode
 from routewatch.alertmanager import check_static_labels
 from routewatch.settings import Settings
 
-__all__ = ["AlertLabelSettings", "ApiSettings"]
+__all__ = ["ApiSettings", "PublicSettings"]
 
 
-class AlertLabelSettings(Settings):
-    """The labels an operator adds to every routewatch alert, the same in the push to
-    Alertmanager and in the per-alert series (so both make one alert)."""
+class PublicSettings(Settings):
+    """What the API and ``routewatch notify`` agree on: where the on-call reaches the API, and
+    the labels an operator adds to every routewatch alert (the same in the push to Alertmanager
+    and in the per-alert series, so that both make one alert)."""
+
+    public_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="The routewatch API as its users reach it (behind a reverse proxy: with "
+        "its path prefix): alerts link to <public_url>/alerts/<id>, and the console's links "
+        "start with its path.",
+    )
 
     alert_labels: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict,
         description="Static labels on every alert pushed to Alertmanager and every per-alert "
         "series, as name=value pairs separated by commas (e.g. env=prod,team=mq).",
     )
+
+    @field_validator("public_url")
+    @classmethod
+    def _check_public_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(
+                f"ROUTEWATCH_PUBLIC_URL must be an http:// or https:// URL, got '{value}'"
+            )
+        return value.rstrip("/")
+
+    @property
+    def base_path(self) -> str:
+        """The path prefix of the public URL ('' or e.g. '/routewatch'): the console's links
+        start with it."""
+        import urllib.parse
+
+        return urllib.parse.urlsplit(self.public_url).path.rstrip("/")
 
     @field_validator("alert_labels", mode="before")
     @classmethod
@@ -44,7 +69,7 @@ class AlertLabelSettings(Settings):
             raise ValueError(f"ROUTEWATCH_ALERT_LABELS: {exc}") from None
 
 
-class ApiSettings(AlertLabelSettings):
+class ApiSettings(PublicSettings):
     """Built once, in ``routewatch api`` (or by a test, for ``create_app``)."""
 
     api_host: str = Field(default="127.0.0.1", description="Address the API listens on.")
