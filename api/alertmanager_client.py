@@ -12,7 +12,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Alertmanager", "AlertmanagerError", "parse_time"]
+__all__ = ["BATCH", "Alertmanager", "AlertmanagerError", "parse_time"]
+
+BATCH = 500  # alerts per request
 
 
 class AlertmanagerError(Exception):
@@ -64,9 +66,10 @@ class Alertmanager:
         return orjson.loads(raw) if raw.strip() else None
 
     def post_alerts(self, alerts: list[dict[str, Any]]) -> None:
-        """Send alerts, firing or resolved (an empty list sends nothing)."""
-        if alerts:
-            self._call("POST", "/alerts", alerts)
+        """Send alerts, firing or resolved, :data:`BATCH` to a request (as Prometheus
+        batches them; an empty list sends nothing)."""
+        for start in range(0, len(alerts), BATCH):
+            self._call("POST", "/alerts", alerts[start : start + BATCH])
 
     def alerts(self) -> list[dict[str, Any]]:
         """routewatch's alerts that this Alertmanager holds, active, silenced or inhibited,

@@ -34,7 +34,13 @@ def _run(args: argparse.Namespace) -> int:
 
     from api.main import create_app
 
+    # (open live streams — a console left open — would hold a stop for uvicorn's default of
+    # waiting on every connection: they are closed after 3 s)
     uvicorn.run(
-        create_app(settings), host=settings.api_host, port=settings.api_port, log_level="info"
+        create_app(settings),
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level="info",
+        timeout_graceful_shutdown=3,
     )
     return 0

@@ -119,6 +119,8 @@ def where_to_look(url: str) -> list[str]:
     """The hint, as the README words it: the unfiltered list shows all four alerts the scenario
     ends with (AT_RISK resolved, three open), then the live stream and the metrics."""
     return [
+        f"    console:      {url}/   (open it in a browser: the alerts appear as the job "
+        "writes them)",
         f"    all alerts:   curl -s '{url}/alerts'   (the scenario ends with 4: AT_RISK resolved "
         "early on, 3 open; add ?state=open for those)",
         f"    live changes: curl -sN {url}/alerts/stream",

@@ -89,7 +89,8 @@ def test_the_hint_and_the_readme_say_what_the_scenario_ends_with() -> None:
     resolved = [a.kind for a in ends if a.state == "resolved"]
     assert (len(ends), len(opened), resolved) == (4, 3, ["AT_RISK"])
 
-    hint = where_to_look("http://127.0.0.1:8000")[0]
+    console, hint, *_ = where_to_look("http://127.0.0.1:8000")
+    assert console.startswith("    console:      http://127.0.0.1:8000/ ")
     readme = " ".join(README.read_text().split())
 
     # the hint's curl lists every alert, the resolved one too, and says how many of each
