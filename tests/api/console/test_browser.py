@@ -114,6 +114,24 @@ def test_the_console_lists_the_open_alerts_and_each_link_leads_to_its_page(
         driver.get(href)
         assert name in driver.find_element("tag name", "h1").text
         assert "/ui/topics/" in href or "/ui/brokers/" in href
+    # a topic's matrix, as the browser shows it, is its route as the API gives it
+    driver.get(f"{url}/ui/topics/{CLUSTER}/StuckTopic")
+    cells = driver.execute_script(
+        "return [...document.querySelectorAll('#matrix td.held')].map(td => "
+        "[td.closest('tr').dataset.namesrv, td.dataset.broker, td.innerText]);"
+    )
+    detail = httpx.get(f"{url}/topics/{CLUSTER}/StuckTopic", timeout=10).json()["current"]
+    wanted = sorted(
+        (ns, q["broker"], f"{q['read_queue_nums']}/{q['write_queue_nums']}")
+        for ns, queues in detail["namesrvs"].items()
+        for q in queues
+    )
+    assert sorted((ns, b, text.split(" ")[0]) for ns, b, text in cells) == wanted
+    # RocketMQ's own topics are one click away
+    driver.get(f"{url}/ui/topics")
+    assert "TBW102" not in driver.find_element("tag name", "main").text
+    driver.find_element("link text", "show them").click()
+    wait_for(lambda: "TBW102" in driver.find_element("tag name", "main").text, 10, "TBW102")
     assert browser.errors() == []
     assert browser.hosts() == {"127.0.0.1"}
 
