@@ -185,8 +185,6 @@ class Notifier:
         payload = list(sends.values()) + [self._resolution(store, k, now) for k in ended]
         receiver.am.post_alerts(payload)
         store.record_push(url, sends, ended, now)
-        for k in ended:
-            receiver.sent.pop(k, None)
         receiver.sent = {k: d for k, d in receiver.sent.items() if k in wanted}
         receiver.sent.update((k, _digest(p)) for k, p in sends.items())
         if full:

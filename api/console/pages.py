@@ -40,7 +40,6 @@ __all__ = [
     "ClusterNow",
     "NowPage",
     "TopicPage",
-    "TopicsPage",
     "broker_page",
     "now_page",
     "open_alerts_fragment",
@@ -161,17 +160,6 @@ def open_alerts_fragment(store: Store) -> list[dict[str, Any]]:
     for r in rows:
         r["silenced_by"] = held.get(r["id"], [])
     return worst_first(rows)
-
-
-@dataclass
-class TopicsPage:
-    topics: list[Any]  # TopicView records
-    total: int
-    next: str | None
-    cluster: str | None
-    name: str
-    system: bool
-    clusters: list[str]
 
 
 def topics_page(

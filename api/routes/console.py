@@ -7,6 +7,7 @@ page's script calls with the token. Not in the OpenAPI document: pages, not API.
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
@@ -88,8 +89,6 @@ def topics(
         clusters = cluster_names(store)
     following = None
     if more:
-        from urllib.parse import urlencode
-
         query = {"cluster": cluster, "name": name, "cursor": encode_topic_cursor(page[-1].sort_key)}
         if system:
             query["system"] = "true"

@@ -115,21 +115,24 @@ def test_alertmanager_holds_one_alert_per_open_routewatch_alert_after_every_roun
     (flip,) = [a for a in every if (a["cluster"], a["kind"]) == ("Flip", "PARTIAL_COVERAGE")]
     assert seen[flip["id"]] == {"critical", "warning"}
     # what ended in routewatch ended there: nothing resolved is held
-    assert not any(a["state"] == "resolved" and a["id"] in _ids(alertmanager) for a in every)
+    held_ids = {a["labels"]["routewatch_id"] for a in am_held(alertmanager).values()}
+    assert not any(a["state"] == "resolved" and a["id"] in held_ids for a in every)
 
 
-def _ids(am: Alertmanager) -> set[str]:
-    return {a["labels"]["routewatch_id"] for a in am_held(am).values()}
+def _pushed_once(tmp_path: Path, am: Alertmanager) -> tuple[EngineJob, Notifier]:
+    """The store with every batch written, and a notifier that made its first round."""
+    job = EngineJob(load(StreamingSettings, data_dir=tmp_path))
+    for lines in _batches():
+        job.write(lines)
+    notifier = Notifier(_settings(tmp_path, am))
+    assert notifier.round() == []
+    return job, notifier
 
 
 def test_alertmanager_silence_on_one_topic_silences_that_alert_alone(
     tmp_path: Path, alertmanager: Alertmanager
 ) -> None:
-    job = EngineJob(load(StreamingSettings, data_dir=tmp_path))
-    for lines in _batches():
-        job.write(lines)
-    notifier = Notifier(_settings(tmp_path, alertmanager))
-    assert notifier.round() == []
+    job, notifier = _pushed_once(tmp_path, alertmanager)
     stuck = {a["id"]: a for a in _open(job.url).values() if a["kind"] == "PARTIAL_COVERAGE"}
     assert len(stuck) >= 2
     (target,) = [a for a in stuck.values() if (a["cluster"], a["topic"]) == ("Demo", "StuckTopic")]
@@ -163,11 +166,7 @@ def test_alertmanager_silence_on_one_topic_silences_that_alert_alone(
 def test_alertmanager_gets_a_silence_for_a_routewatch_silence_and_loses_it_when_lifted(
     tmp_path: Path, alertmanager: Alertmanager
 ) -> None:
-    job = EngineJob(load(StreamingSettings, data_dir=tmp_path))
-    for lines in _batches():
-        job.write(lines)
-    notifier = Notifier(_settings(tmp_path, alertmanager))
-    assert notifier.round() == []
+    job, notifier = _pushed_once(tmp_path, alertmanager)
     (target,) = [
         a
         for a in _open(job.url).values()
