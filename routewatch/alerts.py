@@ -88,13 +88,16 @@ class Alert:
     summary: str
     evidence: dict[str, Any]
     remedy: str | None
+    plan: dict[str, Any] | None  # the remedy as data: routewatch.remedy.plan.Plan.to_dict()
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Alert:
-        return cls(**data)
+        # (an alert kept before plans existed, in a checkpoint's state or the store's log, has
+        # none)
+        return cls(**{"plan": None, **data})
 
     @property
     def key(self) -> AlertKey:

@@ -200,4 +200,37 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        7,
+        # Remedies as plans (docs/remedies.md). Each alert's plan, as JSON (NULL for an alert
+        # written before plans existed). Every dry run and apply of one, audited: who (an OS
+        # user or an API token's digest), when, the plan it ran, each step's outcome, and its
+        # outcome (done, not done, refused: the sentence). And the applies running now: one per
+        # alert at a time; a row left by a process that died gives way after it expires.
+        """
+        ALTER TABLE alerts ADD COLUMN plan TEXT;
+        CREATE TABLE remedy_runs (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            alert_id TEXT NOT NULL,
+            cluster TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            alternative INTEGER NOT NULL,
+            actor TEXT NOT NULL,
+            started_at BIGINT NOT NULL,
+            ended_at BIGINT NOT NULL,
+            outcome TEXT NOT NULL,
+            refusal TEXT,
+            plan TEXT NOT NULL,
+            steps TEXT NOT NULL
+        );
+        CREATE INDEX remedy_runs_by_alert ON remedy_runs (alert_id, seq);
+        CREATE TABLE remedy_locks (
+            alert_id TEXT PRIMARY KEY,
+            actor TEXT NOT NULL,
+            started_at BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL
+        );
+        """,
+    ),
 ]

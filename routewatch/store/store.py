@@ -313,6 +313,8 @@ def alert_row(row: Any) -> dict[str, Any]:
     back from JSON."""
     out = dict(row)
     out["evidence"] = orjson.loads(out["evidence"])
+    if "plan" in out:
+        out["plan"] = None if out["plan"] is None else orjson.loads(out["plan"])
     return out
 
 

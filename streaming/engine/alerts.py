@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from routewatch.alerts import Alert, AlertKey, NoRouteCause, Severity, alert_id
+from routewatch.remedy.plan import Plan
 
 __all__ = ["OPENED_WITH", "AlertBook", "Ending"]
 
@@ -50,6 +51,7 @@ class AlertBook:
         evidence: dict[str, Any],
         cause: NoRouteCause | None = None,
         remedy: str | None = None,
+        plan: Plan | None = None,
     ) -> Alert:
         """Open the alert at ``at``, or update the open one when severity, cause or evidence
         changed."""
@@ -72,6 +74,7 @@ class AlertBook:
                 summary=summary,
                 evidence=evidence,
                 remedy=remedy,
+                plan=None if plan is None else plan.to_dict(),
             )
             self.open[key] = alert
             self.opened_with[alert.id] = orjson.loads(orjson.dumps(evidence))
@@ -80,6 +83,7 @@ class AlertBook:
         if (current.severity, current.cause, current.evidence) != (severity, cause, evidence):
             current.severity, current.cause, current.evidence = severity, cause, evidence
             current.summary, current.remedy, current.updated_at = summary, remedy, at
+            current.plan = None if plan is None else plan.to_dict()
             self.changes.append(_copy(current))
         return current
 

@@ -47,6 +47,7 @@ ALERT = Alert(
     summary="Sends of topic T fail.",
     evidence={"failures": 2, "clients": ["c1"], "statuses": {"NO_ROUTE_INFO": 2}},
     remedy="Create the topic.",
+    plan=None,
 )
 
 # (cluster, change, its row): one of each kind, and of each kind's variants

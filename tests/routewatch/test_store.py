@@ -52,6 +52,7 @@ def _expired(
         summary="s",
         evidence={"x": [1]},
         remedy="r",
+        plan=None,
     )
 
 
@@ -94,9 +95,9 @@ def test_migrations_are_applied_once(store_url: str) -> None:
     first = open_store(store_url)
     again = open_store(store_url)
 
-    assert first.migrate() == again.migrate() == 6
+    assert first.migrate() == again.migrate() == 7
     versions = [r[0] for r in again.db.execute("SELECT version FROM schema_version")]
-    assert versions == [1, 2, 3, 4, 5, 6]
+    assert versions == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_a_batch_is_written_once_even_when_replayed(store: Store) -> None:

@@ -10,6 +10,12 @@ from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import REFRESH_MS, TopicRule, TopicView, iso
 from streaming.engine.state import Holder
 
+# (partial_coverage imports this module's `replaced`: the note is its own)
+AUTO_CREATE_NOTE = (
+    "Set autoCreateTopicEnable=false on the brokers in production, so that no other topic gets "
+    "stuck so: routewatch does not change a broker's configuration."
+)
+
 __all__ = ["AT_RISK_MS", "AtRisk", "replaced"]
 
 AT_RISK_MS = 5_000
@@ -116,6 +122,13 @@ class AtRisk(TopicRule):
                 "condition_since": state.at_risk_since,
             },
             remedy=self.facts.create_everywhere(topic, queues),
+            plan=self.facts.coverage_plan(
+                topic,
+                sorted(holding & view.expected),
+                sorted(view.expected - holding),
+                queues,
+                [AUTO_CREATE_NOTE],
+            ),
         )
 
     def _ended(self, alert: Alert, view: TopicView, short: dict[str, Holder], at: int) -> Ending:

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from routewatch.alerts import AlertKey, AlertKind
+from routewatch.remedy.plan import PERM_RW, Action, Manual, Plan, Routed, check
 from routewatch.rocketmq import PERM_WRITE, is_system_topic
 from streaming.engine.alerts import AlertBook
 from streaming.engine.state import Config, LazyMap, Meta, Outputs, Reg, RegKey, TopicState
@@ -230,6 +231,47 @@ class ClusterFacts:
         queues = () if q is None else ("-r", str(q), "-w", str(q))
         argv = ["mqadmin", "updateTopic", "-n", self.namesrvs_for_remedy(), *where, "-t", topic]
         return f"`{shlex.join([*argv, *queues])}`"
+
+    def namesrv_list(self) -> list[str]:
+        """The cluster's NameServers, sorted: a plan's ``namesrvs``."""
+        return sorted(self.cluster_namesrvs())
+
+    def create_on(
+        self, topic: str, brokers: list[str], q: int, perm: int = PERM_RW, *, why: str = ""
+    ) -> list[Action]:
+        """``create_topic`` actions: ``topic`` on each master of ``brokers``, ``q`` read and
+        write queues."""
+        return [
+            Action(
+                "create_topic",
+                topic,
+                changes=f"{topic} made on {b} with {q} read and {q} write queues (perm {perm})"
+                f"{why}; the broker registers it with every NameServer at once.",
+                broker=b,
+                addr=self.master_addr(b),
+                read_queues=q,
+                write_queues=q,
+                perm=perm,
+            )
+            for b in brokers
+        ]
+
+    def coverage_plan(
+        self, topic: str, holding: list[str], missing: list[str], q: int, notes: list[str]
+    ) -> Plan:
+        """The coverage alerts' plan: the topic made on each expected master without it."""
+        routed: dict[str, Routed] = {b: "writable" for b in holding}
+        routed |= {b: None for b in missing}
+        return Plan(
+            namesrvs=self.namesrv_list(),
+            expects={"topic": topic, "routed": routed, "held": {b: False for b in missing}},
+            steps=list(self.create_on(topic, missing, q)),
+            notes=notes,
+        )
+
+    def manual_plan(self, do: str, kind: Any, says: str, **args: Any) -> Plan:
+        """A plan of one manual step and its check."""
+        return Plan(namesrvs=self.namesrv_list(), steps=[Manual(do, check(kind, says, **args))])
 
     def create_everywhere(self, topic: str, q: int) -> str:
         """The coverage alerts' remedy: the topic on every master, auto-creation off."""

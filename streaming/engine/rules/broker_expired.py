@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from routewatch.remedy.plan import Action, Manual, Plan, check
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import Rule, capped, iso
 from streaming.engine.state import Reg, RegKey
 
-__all__ = ["REMEDY", "BrokerExpired"]
+__all__ = ["BrokerExpired", "remedy"]
 
-REMEDY = "Check the broker process and its namesrvAddr list."
+
+def remedy(broker: str, broker_id: int, addr: str) -> str:
+    return (
+        f"Start broker {broker} (id {broker_id}, last at {addr}) again, with every NameServer "
+        "of its cluster in its namesrvAddr list; if it runs, check why it cannot reach them."
+    )
 
 
 class BrokerExpired(Rule):
@@ -96,5 +102,57 @@ class BrokerExpired(Rule):
             severity="critical",
             summary=summary,
             evidence=evidence,
-            remedy=REMEDY,
+            remedy=remedy(broker, broker_id, evidence["addr"]),
+            plan=self._plan(broker, broker_id, evidence),
+        )
+
+    def _plan(self, broker: str, broker_id: int, evidence: dict[str, Any]) -> Plan:
+        """The broker started again, by hand; instead, behind the loss flag, each topic it
+        held that has no route left made on the live writable masters."""
+        facts = self.facts
+        start = Manual(
+            remedy(broker, broker_id, evidence["addr"]),
+            check(
+                "broker_live",
+                f"{broker} (id {broker_id}) is live on every NameServer of the cluster",
+                broker=broker,
+                broker_id=broker_id,
+            ),
+        )
+        orphans: list[str] = evidence["topics_without_route"]["items"]
+        if broker_id != 0 or not orphans:
+            return Plan(namesrvs=facts.namesrv_list(), steps=[start])
+        configs: dict[str, Any] = {}
+        for key in self._mine(broker, broker_id):
+            for topic, c in (self.e.tables.get(key) or {}).items():
+                if topic in orphans:
+                    configs.setdefault(topic, c)
+        masters = sorted(facts.expected_brokers())
+        stranded = (
+            f"the messages on {broker} stay there, unread, until it returns: sends go to the "
+            "other masters meanwhile"
+        )
+        instead = [
+            Action(
+                "create_topic",
+                topic,
+                changes=f"{topic}, which had its only route on {broker}, made on {b} with its "
+                f"{c[0]} read and {c[1]} write queues.",
+                broker=b,
+                addr=facts.master_addr(b),
+                read_queues=c[0],
+                write_queues=c[1],
+                perm=c[2],
+                loses=stranded,
+            )
+            for topic, c in sorted(configs.items())
+            for b in masters
+        ]
+        return Plan(
+            namesrvs=facts.namesrv_list(),
+            steps=[start],
+            alternative=(
+                f"Route the topics that only {broker} held to the live masters instead.",
+                list(instead),
+            ),
         )

@@ -35,6 +35,11 @@ class CollectorSilent(Rule):
             "judges none of its brokers' liveness until it is back.",
             evidence={"collector": obs["collector"], "last_round": obs["last"]},
             remedy=REMEDY,
+            plan=self.facts.manual_plan(
+                REMEDY,
+                "alert_resolved",
+                f"the collector of {self.cluster} writes a round again: the alert resolves",
+            ),
         )
 
     def on_observer_back(self, obs: dict[str, Any], at: int) -> None:

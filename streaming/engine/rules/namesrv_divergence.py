@@ -9,7 +9,15 @@ import orjson
 
 from routewatch.alerts import Alert
 from streaming.engine.alerts import Ending
-from streaming.engine.rules.base import ClusterFacts, EngineView, Rule, capped, iso, listed
+from streaming.engine.rules.base import (
+    EVIDENCE_LIST_MAX,
+    ClusterFacts,
+    EngineView,
+    Rule,
+    capped,
+    iso,
+    listed,
+)
 from streaming.engine.state import RegKey, key_json
 
 if TYPE_CHECKING:
@@ -135,6 +143,13 @@ class NamesrvDivergence(Rule):
                 f"but not on {listed(missing)}: clients see different routes by NameServer."
             )
             remedy = REMEDY
+            plan = self.facts.manual_plan(
+                remedy,
+                "broker_live",
+                f"{broker} (id {broker_id}) is live on every NameServer of the cluster",
+                broker=broker,
+                broker_id=broker_id,
+            )
         else:
             counts = [f"{len(topics)} topic(s)"] if topics or not system else []
             counts += [f"{len(system)} system topic(s)"] if system else []
@@ -144,6 +159,14 @@ class NamesrvDivergence(Rule):
                 "routes by NameServer."
             )
             remedy = ROUTES_REMEDY
+            plan = self.facts.manual_plan(
+                remedy,
+                "routed_alike",
+                f"every NameServer routes {broker} (id {broker_id}) the topics named alike",
+                broker=broker,
+                broker_id=broker_id,
+                topics=[*topics, *system][:EVIDENCE_LIST_MAX],
+            )
         self.e.book.raise_or_update(
             self.facts.broker_key(self.kind, broker, broker_id),
             at,
@@ -157,6 +180,7 @@ class NamesrvDivergence(Rule):
                 "system_topics": system,
             },
             remedy=remedy,
+            plan=plan,
         )
 
     def _ended(self, alert: Alert, at: int) -> Ending:

@@ -64,4 +64,10 @@ class NamesrvUnreachable(Rule):
                 "unreachable_since": dict(sorted(unreachable.items())),
             },
             remedy=REMEDY,
+            plan=self.facts.manual_plan(
+                REMEDY,
+                "namesrv_answers",
+                "each NameServer named answers routewatch",
+                namesrvs=sorted(unreachable),
+            ),
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from routewatch.alerts import Alert, NoRouteCause
+from routewatch.remedy.plan import Plan
 from routewatch.rocketmq import TBW102
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import EVIDENCE_LIST_MAX, iso
@@ -125,7 +126,8 @@ class NoRouteInfo(FailureRule):
             f"({e['default_topic']}) with TBW102 (upgrade a 4.3.0 client).",
             "AUTO_CREATE_DISABLED": "Create the topic: " + update(topic, "-c", self.cluster, q=8),
             "TEMPLATE_MISSING": "Restore TBW102: restart the brokers with "
-            "autoCreateTopicEnable=true, or create the topic.",
+            "autoCreateTopicEnable=true, or create the topic: "
+            + update(topic, "-c", self.cluster, q=8),
             "GRPC_NOT_CREATED": "Create the topic (gRPC clients never auto-create one): "
             + update(topic, "-c", self.cluster, q=8),
             "UNKNOWN": "Check the client's NameServer address and the topic's route.",
@@ -150,4 +152,34 @@ class NoRouteInfo(FailureRule):
                 "create_topic_key": e["default_topic"],
             },
             remedy=remedies[cause],
+            plan=self._plan(topic, cause, e["default_topic"]),
         )
+
+    def _plan(self, topic: str, cause: NoRouteCause, key: str) -> Plan:
+        """The topic made on every live writable master where a topic can be made; a manual
+        step for the client or the brokers where it cannot."""
+        facts = self.facts
+        if cause in ("AUTO_CREATE_DISABLED", "TEMPLATE_MISSING", "GRPC_NOT_CREATED"):
+            brokers = sorted(facts.expected_brokers())
+            return Plan(
+                namesrvs=facts.namesrv_list(),
+                expects={"topic": topic, "routed": {b: None for b in brokers}},
+                steps=list(facts.create_on(topic, brokers, 8)),
+            )
+        resolved = f"a send of {topic} succeeds: the alert resolves"
+        if cause == "NO_LIVE_BROKER":
+            return facts.manual_plan(
+                f"Start a broker of cluster {self.cluster}, with every NameServer of the "
+                "cluster in its namesrvAddr.",
+                "broker_live",
+                f"a master of cluster {self.cluster} is live on every NameServer",
+                broker=None,
+                broker_id=0,
+            )
+        do = {
+            "NO_NAMESRV": "Set the client's NameServer address (namesrvAddr).",
+            "CREATE_TOPIC_KEY_MISMATCH": f"Align the client's createTopicKey ({key}) with "
+            "TBW102 (upgrade a 4.3.0 client).",
+            "UNKNOWN": "Check the client's NameServer address and the topic's route.",
+        }[cause]
+        return facts.manual_plan(do, "alert_resolved", resolved)

@@ -7,11 +7,18 @@ from typing import Any
 
 from routewatch.alerts import Alert, alert_id
 from streaming.engine.alerts import Ending
-from streaming.engine.rules.at_risk import replaced
+from streaming.engine.rules.at_risk import AUTO_CREATE_NOTE, replaced
 from streaming.engine.rules.base import TopicRule, TopicView, iso, listed
 from streaming.engine.rules.topics import OBSERVED, evidence_of
 
 __all__ = ["INFERRED_REMEDY", "PartialCoverage", "coverage_summary", "ended_summary"]
+
+# what the plan says and does not do (docs/alerts.md, "Remedies as plans")
+INFERRED_NOTE = (
+    "routewatch inferred the auto-creation from the topic's config, which a topic created by "
+    "hand on these brokers alone can also have: if the placement is deliberate, silence this "
+    "alert instead (routewatch silence {id} --for 90d)."
+)
 
 INFERRED_REMEDY = (
     " (routewatch inferred the auto-creation from the topic's config, which a topic created "
@@ -157,6 +164,15 @@ class PartialCoverage(TopicRule):
         key = self.facts.topic_key(self.kind, topic)
         current = self.e.book.get(key)
         this = alert_id(key, at) if current is None else current.id  # (the id it opens with)
+        observed = state.auto_created_how == OBSERVED
+        notes = [AUTO_CREATE_NOTE] + ([] if observed else [INFERRED_NOTE.format(id=this)])
+        plan = self.facts.coverage_plan(
+            topic,
+            evidence["brokers_with_topic"],
+            evidence["brokers_without_topic"],
+            queues,
+            notes,
+        )
         self.e.book.raise_or_update(
             key,
             at,
@@ -164,7 +180,8 @@ class PartialCoverage(TopicRule):
             summary=coverage_summary(topic, evidence),
             evidence=evidence,
             remedy=self.facts.create_everywhere(topic, queues)
-            + ("" if state.auto_created_how == OBSERVED else INFERRED_REMEDY.format(id=this)),
+            + ("" if observed else INFERRED_REMEDY.format(id=this)),
+            plan=plan,
         )
         # (AT_RISK's condition keeps its start: if it still holds when PARTIAL_COVERAGE
         # resolves, AT_RISK opens then, its 5 s counted from that start)

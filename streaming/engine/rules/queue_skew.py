@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from routewatch.alerts import Alert
+from routewatch.remedy.plan import PERM_RW, Action, Plan, Routed
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import TopicRule, TopicView, broker_label, iso
 
@@ -35,7 +36,9 @@ class QueueSkew(TopicRule):
         if not (len(writes) > 1 or uneven):
             self.e.book.resolve(key, at, lambda alert: self._ended(alert, view, at))
             return
-        q = max(writes)
+        # every count raised to the largest of any broker's, read or write: none is lowered (a
+        # read-queue count lowered strands the messages of the queues it drops)
+        q = max(max(c["read"], c["write"]) for c in per_broker.values())
         self.e.book.raise_or_update(
             key,
             at,
@@ -46,6 +49,37 @@ class QueueSkew(TopicRule):
             + ".",
             evidence={"brokers": per_broker},
             remedy=self.facts.update_topic(topic, "-c", self.cluster, q=q),
+            plan=self._plan(view, per_broker, q),
+        )
+
+    def _plan(self, view: TopicView, per_broker: dict[str, dict[str, int]], q: int) -> Plan:
+        """Each master whose counts are not ``q`` raised to ``q`` read and write, its perm
+        kept (a slave takes its master's table)."""
+        topic = view.topic
+        perms = {b: c[2] for (_, b, i), c in view.holders.items() if i == 0}
+        masters = {b: c for b, c in per_broker.items() if b in perms}
+        steps = [
+            Action(
+                "create_topic",
+                topic,
+                changes=f"{topic}'s queues on {b} raised from {c['read']} read and "
+                f"{c['write']} write to {q} and {q} (perm {perms[b]} kept); no count is "
+                "lowered.",
+                broker=b,
+                addr=self.facts.master_addr(b),
+                read_queues=q,
+                write_queues=q,
+                perm=perms.get(b, PERM_RW),
+            )
+            for b, c in masters.items()
+            if (c["read"], c["write"]) != (q, q)
+        ]
+        routed: dict[str, Routed] = {b: [c["read"], c["write"]] for b, c in masters.items()}
+        return Plan(
+            namesrvs=self.facts.namesrv_list(),
+            expects={"topic": topic, "routed": routed},
+            steps=list(steps),
+            notes=["routewatch never lowers a queue count: slaves follow their masters."],
         )
 
     def _per_broker(self, view: TopicView) -> dict[str, dict[str, int]]:

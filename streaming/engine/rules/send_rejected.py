@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from routewatch.alerts import Alert
+from routewatch.remedy.plan import Plan
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import iso
 from streaming.engine.rules.failures import FailureRule
@@ -42,6 +43,19 @@ class SendRejected(FailureRule):
             remedy=f"Create {topic} on {brokers} ("
             + ", ".join(update(topic, "-b", addr(b)) for b in refusing)
             + f"), or remove the stale TBW102 from {brokers}.",
+            plan=self._plan(topic, refusing),
+        )
+
+    def _plan(self, topic: str, refusing: list[str]) -> Plan:
+        """The topic made on each refusing master, with the count it has on other brokers (8
+        where none holds it)."""
+        masters = [b for b in refusing if b != "?"]
+        q = max((c[1] for c in self.e.live_holders(topic).values()), default=8)
+        return Plan(
+            namesrvs=self.facts.namesrv_list(),
+            expects={"topic": topic, "held": {b: False for b in masters}},
+            steps=list(self.facts.create_on(topic, masters, q)),
+            notes=[f"routewatch does not touch the TBW102 of {', '.join(masters) or 'a broker'}."],
         )
 
     def ended(self, alert: Alert, how: str, resolution: str) -> Ending:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from routewatch.alerts import Alert
+from routewatch.remedy.plan import PERM_RW, Action, Plan, Routed
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import TopicRule, TopicView, iso, listed
 from streaming.engine.state import Config, RegKey
@@ -58,6 +59,74 @@ class StaleRoute(TopicRule):
             remedy=f"Make it there again with {recreate}, or retire the topic everywhere with "
             f"`{delete}` (a NameServer drops a topic a broker deleted only when the topic is "
             "deleted there too, or the broker leaves).",
+            plan=self._plan(topic, stale, routes),
+        )
+
+    def _plan(self, topic: str, stale: list[RegKey], routes: dict[RegKey, Config]) -> Plan:
+        """The topic made again on each stale master with the routed counts; instead, behind
+        the loss flag, its route deleted on every NameServer and made again from its holders."""
+        facts = self.facts
+        configs: dict[str, Config] = {}
+        for k in stale:
+            if k[2] == 0 and k in routes:
+                configs.setdefault(k[1], routes[k])
+        routed: dict[str, Routed] = {b: [c[0], c[1]] for b, c in configs.items()}
+        steps = [
+            Action(
+                "create_topic",
+                topic,
+                changes=f"{topic} made again on {b}, which it is routed to, with the routed "
+                f"{c[0]} read and {c[1]} write queues (perm {c[2]}).",
+                broker=b,
+                addr=facts.master_addr(b),
+                read_queues=c[0],
+                write_queues=c[1],
+                perm=c[2],
+            )
+            for b, c in sorted(configs.items())
+        ]
+        holders: dict[str, Config] = {}
+        for k, c in sorted(routes.items()):
+            if k[2] == 0 and k[1] not in configs:
+                holders.setdefault(k[1], c)
+        instead: list[Action] = [
+            Action(
+                "delete_route",
+                topic,
+                changes=f"{topic}'s route deleted on NameServer {ns}.",
+                namesrv=ns,
+                loses=f"{topic} has no route on {ns} until the next step makes it again on its "
+                "holders: sends that refresh their route then fail.",
+            )
+            for ns in facts.namesrv_list()
+        ]
+        instead += [
+            Action(
+                "create_topic",
+                topic,
+                changes=f"{topic} updated on {b}, which holds it, with its own {c[0]} read and "
+                f"{c[1]} write queues: the NameServers route it there again.",
+                broker=b,
+                addr=facts.master_addr(b),
+                read_queues=c[0],
+                write_queues=c[1],
+                perm=c[2] or PERM_RW,
+            )
+            for b, c in sorted(holders.items())
+        ]
+        return Plan(
+            namesrvs=facts.namesrv_list(),
+            expects={
+                "topic": topic,
+                "routed": routed,
+                "held": {b: False for b in configs},
+            },
+            steps=list(steps),
+            alternative=(
+                "Retire the stale route instead: delete the topic's route on every NameServer, "
+                "then make it again on the masters that hold it.",
+                list(instead),
+            ),
         )
 
 

@@ -12,7 +12,6 @@ from tests.streaming.engine.events import NS1, T0, Trace, ms
 
 __all__ = [
     "DAY",
-    "EXPIRED_REMEDY",
     "_auto_created_on_a_of_a_and_b",
     "_auto_created_on_both",
     "_made_by_hand_on_a_only",
@@ -22,6 +21,7 @@ __all__ = [
     "collector_back",
     "create_remedy",
     "expect",
+    "expired_remedy",
     "final",
     "run",
     "versions",
@@ -88,8 +88,13 @@ def expect(
 
 
 def final(run_: StreamRun, *kinds: str) -> list[dict[str, Any]]:
-    """The run's final alerts (of ``kinds``, or all) in full, in the order they were opened."""
-    return [a.to_dict() for a in run_.final_alerts() if not kinds or a.kind in kinds]
+    """The run's final alerts (of ``kinds``, or all) in full but their plans, in the order they
+    were opened (each kind's plan is tested in ``test_plans.py``)."""
+    return [
+        {k: v for k, v in a.to_dict().items() if k != "plan"}
+        for a in run_.final_alerts()
+        if not kinds or a.kind in kinds
+    ]
 
 
 def versions(run_: StreamRun, kind: str) -> list[tuple[str, float | None, str, str | None]]:
@@ -112,7 +117,13 @@ def create_remedy(topic: str, q: int, namesrvs: str = NS1) -> str:
     )
 
 
-EXPIRED_REMEDY = "Check the broker process and its namesrvAddr list."
+def expired_remedy(broker: str, broker_id: int = 0) -> str:
+    """BROKER_EXPIRED's remedy (the traces' brokers listen on ``<name>:10911``)."""
+    return (
+        f"Start broker {broker} (id {broker_id}, last at {broker}:10911) again, with every "
+        "NameServer of its cluster in its namesrvAddr list; if it runs, check why it cannot "
+        "reach them."
+    )
 
 
 def _template_route_on_one_of_two() -> Trace:

@@ -4,7 +4,7 @@ topics it held that have no route left."""
 from __future__ import annotations
 
 from tests.streaming.engine.events import NS1, NS2, Trace, ms
-from tests.streaming.engine.rules.support import EXPIRED_REMEDY, expect, final, run
+from tests.streaming.engine.rules.support import expect, expired_remedy, final, run
 
 # -- every alert in full, opened and resolved ------------------------------------------------------
 #
@@ -48,7 +48,7 @@ def test_broker_expired_on_every_namesrv_resolves_on_a_heartbeat(batch_size: int
                     "system_topics": [],
                 },
             },
-            remedy=EXPIRED_REMEDY,
+            remedy=expired_remedy("a"),
         )
     ]
 
@@ -86,7 +86,7 @@ def test_broker_expired_of_a_slave_resolves_when_it_unregisters(batch_size: int 
                     "system_topics": [],
                 },
             },
-            remedy=EXPIRED_REMEDY,
+            remedy=expired_remedy("a", 1),
         )
     ]
 
@@ -126,5 +126,5 @@ def test_broker_expired_topics_without_route_follow_the_other_brokers(
             "topics_without_route": {"items": ["T"], "count": 1},
             "system_topics": ["TBW102"],
         },
-        remedy=EXPIRED_REMEDY,
+        remedy=expired_remedy("a"),
     )

@@ -4,7 +4,7 @@ full, opened and resolved."""
 from __future__ import annotations
 
 from tests.streaming.engine.events import NS1, NS2, Trace, ms
-from tests.streaming.engine.rules.support import EXPIRED_REMEDY, alerts, expect, final, run
+from tests.streaming.engine.rules.support import alerts, expect, expired_remedy, final, run
 
 DIVERGENCE_REMEDY = (
     "Check the broker process and its namesrvAddr list: it no longer reaches every NameServer."
@@ -127,7 +127,7 @@ def test_namesrv_divergence_resolves_when_live_on_none_and_broker_expired_takes_
                 "topics_without_route": {"items": [], "count": 0},
                 "system_topics": [],
             },
-            remedy=EXPIRED_REMEDY,
+            remedy=expired_remedy("b"),
         ),
     ]
 

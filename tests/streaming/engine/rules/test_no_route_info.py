@@ -375,6 +375,6 @@ def test_no_route_info_template_missing_resolves_on_any_delivered_status(
                 "opened_with": _first(5, "NO_ROUTE_INFO", "p1"),
             },
             remedy="Restore TBW102: restart the brokers with autoCreateTopicEnable=true, or "
-            "create the topic.",
+            f"create the topic: `mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8`",
         )
     ]

@@ -186,7 +186,7 @@ def test_queue_skew_on_read_and_write_resolves_when_no_live_broker_holds_the_top
                 "resolution": "no live broker holds it",
                 "opened_with": {"brokers": {"a": {"read": 8, "write": 4}}},
             },
-            remedy=f"`mqadmin updateTopic -n {NS1} -c C -t T -r 2 -w 2`",
+            remedy=f"`mqadmin updateTopic -n {NS1} -c C -t T -r 8 -w 8`",  # no read count lowered
         )
     ]
     assert versions(run_, "QUEUE_SKEW") == [

@@ -4,12 +4,14 @@ registrations, in full, opened and resolved."""
 from __future__ import annotations
 
 from tests.streaming.engine.events import NS1, Trace, ms
-from tests.streaming.engine.rules.support import EXPIRED_REMEDY, expect, final, run, versions
+from tests.streaming.engine.rules.support import expect, expired_remedy, final, run, versions
 
-TEMPLATE_REMEDY = (
-    "Restart the broker with autoCreateTopicEnable=true so that it recreates TBW102, or turn "
-    "auto-creation off on purpose."
-)
+
+def template_remedy(broker: str) -> str:
+    return (
+        f"Restart broker {broker} ({broker}:10911) with autoCreateTopicEnable=true so that it "
+        "recreates TBW102, or turn auto-creation off on purpose."
+    )
 
 
 # -- every alert in full, opened and resolved ------------------------------------------------------
@@ -53,7 +55,7 @@ def test_template_missing_resolves_on_a_full_registration_with_a_usable_tbw102(
                     "data_version": "v1",
                 },
             },
-            remedy=TEMPLATE_REMEDY,
+            remedy=template_remedy("a"),
         )
     ]
     assert versions(run_, "TEMPLATE_MISSING") == [
@@ -96,7 +98,7 @@ def test_template_missing_without_inherit_resolves_when_auto_creation_is_turned_
                     "data_version": "v1",
                 },
             },
-            remedy=TEMPLATE_REMEDY,
+            remedy=template_remedy("a"),
         )
     ]
 
@@ -137,7 +139,7 @@ def test_template_missing_is_judged_on_a_whole_split_registration_and_outlives_t
                     "data_version": "v1",
                 },
             },
-            remedy=TEMPLATE_REMEDY,
+            remedy=template_remedy("a"),
         ),
         expect(
             "BROKER_EXPIRED",
@@ -163,7 +165,7 @@ def test_template_missing_is_judged_on_a_whole_split_registration_and_outlives_t
                     "system_topics": [],
                 },
             },
-            remedy=EXPIRED_REMEDY,
+            remedy=expired_remedy("a"),
         ),
     ]
     assert versions(run_, "TEMPLATE_MISSING") == [
