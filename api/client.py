@@ -27,7 +27,7 @@ from routewatch.store.backend import locate
 from routewatch.store.views import AlertFilter, alerts
 from routewatch.terminal import alert_line, iso_time, remedy_line
 
-__all__ = ["register"]
+__all__ = ["post", "register", "register_silence"]
 
 FOLLOW_POLL_S = 1.0
 
@@ -279,24 +279,37 @@ def _silence(args: argparse.Namespace) -> int:
 
 
 def _api_silence(api: str, alert_id: str, until: int) -> None:
+    path = f"/alerts/{urllib.parse.quote(alert_id)}/silence?until={until}"
+    post(api, path, "the silence", "silencing")
+
+
+def post(
+    api: str, path: str, what: str, doing: str, *, timeout: float = 30
+) -> tuple[int, dict[str, Any]]:
+    """POST ``path`` to a running API with the token of ``ROUTEWATCH_API_TOKEN``: the status and
+    JSON body of its answer, a 409 (a refusal that says why) included; any other refusal, or no
+    token, is a :class:`RoutewatchError` naming ``what``."""
     token = os.environ.get("ROUTEWATCH_API_TOKEN", "")
     if not token:
         raise RoutewatchError(
-            "silencing through the API needs its token: set ROUTEWATCH_API_TOKEN to the API's."
+            f"{doing} through the API needs its token: set ROUTEWATCH_API_TOKEN to the API's."
         )
-    url = f"{api.rstrip('/')}/alerts/{urllib.parse.quote(alert_id)}/silence?until={until}"
     request = urllib.request.Request(
-        url, method="POST", headers={"Authorization": f"Bearer {token}"}
+        f"{api.rstrip('/')}{path}", method="POST", headers={"Authorization": f"Bearer {token}"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=30):
-            return
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, orjson.loads(answer.read() or b"{}")
     except urllib.error.HTTPError as exc:
+        raw = exc.read()
         try:
-            detail = orjson.loads(exc.read()).get("detail") or exc.reason
+            body = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            detail = exc.reason
-        raise RoutewatchError(f"the API refused the silence ({exc.code}): {detail}") from None
+            body = {}
+        if exc.code == 409 and isinstance(body, dict):
+            return exc.code, body
+        detail = (body.get("detail") if isinstance(body, dict) else None) or exc.reason
+        raise RoutewatchError(f"the API refused {what} ({exc.code}): {detail}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise RoutewatchError(

@@ -15,7 +15,16 @@ from api.access import StoreAccess
 from api.console.render import STATIC
 from api.metrics import StoreCollector
 from api.problems import install_problem_handlers
-from api.routes import alerts, console, health, inventory, metrics, runbook, stream
+from api.routes import (
+    alerts,
+    console,
+    health,
+    inventory,
+    metrics,
+    remedies,
+    runbook,
+    stream,
+)
 from api.settings import ApiSettings
 from api.topic_cache import TopicCache
 
@@ -57,7 +66,7 @@ def create_app(settings: ApiSettings, registry: CollectorRegistry | None = None)
     install_problem_handlers(app)
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="console-static")
     # /alerts/stream before /alerts/{alert_id}
-    routers = (stream, alerts, inventory, health, metrics, runbook, console)
+    routers = (stream, alerts, remedies, inventory, health, metrics, runbook, console)
     for router in (r.router for r in routers):
         app.include_router(router)
     return app

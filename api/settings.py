@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
 from routewatch.alertmanager import check_static_labels
+from routewatch.remedy.settings import RemedySettings
 from routewatch.settings import Settings
 
 __all__ = ["ApiSettings", "PublicSettings"]
@@ -69,7 +70,7 @@ class PublicSettings(Settings):
             raise ValueError(f"ROUTEWATCH_ALERT_LABELS: {exc}") from None
 
 
-class ApiSettings(PublicSettings):
+class ApiSettings(PublicSettings, RemedySettings):
     """Built once, in ``routewatch api`` (or by a test, for ``create_app``)."""
 
     api_host: str = Field(default="127.0.0.1", description="Address the API listens on.")

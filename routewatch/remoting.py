@@ -15,8 +15,11 @@ opens a new one. Requests used here: to a NameServer, ``GET_ROUTEINFO_BY_TOPIC``
 ``GET_BROKER_CLUSTER_INFO`` (106), ``GET_ALL_TOPIC_LIST_FROM_NAMESERVER`` (206) and
 ``QUERY_DATA_VERSION`` (322); to a broker,
 ``GET_ALL_TOPIC_CONFIG`` (21), ``GET_BROKER_CONFIG`` (26), ``GET_BROKER_RUNTIME_INFO`` (28) and
-``DELETE_TOPIC_IN_BROKER`` (215). The module-level functions ask once, on a connection of their
-own (the test harness polls with them: a round trip instead of an ``mqadmin`` JVM).
+``DELETE_TOPIC_IN_BROKER`` (215). ``routewatch remedy`` alone, when told to apply a plan,
+sends ``UPDATE_AND_CREATE_TOPIC`` (17) and ``UPDATE_BROKER_CONFIG`` (25) to a broker and
+``DELETE_TOPIC_IN_NAMESRV`` (216) to a NameServer. The module-level functions ask once, on a
+connection of their own (the test harness polls with them: a round trip instead of an
+``mqadmin`` JVM).
 
 The NameServer of 4.9.4 and later answers a route request of a 4.9.4 or later client in standard
 JSON, and an older client's in fastjson's own notation (bare integer keys,
@@ -43,12 +46,14 @@ from routewatch import fastjson
 
 UPDATE_AND_CREATE_TOPIC = 17
 GET_ALL_TOPIC_CONFIG = 21
+UPDATE_BROKER_CONFIG = 25
 GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
 GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
 DELETE_TOPIC_IN_BROKER = 215
+DELETE_TOPIC_IN_NAMESRV = 216
 QUERY_DATA_VERSION = 322
 SUCCESS = 0
 TOPIC_NOT_EXIST = 17
@@ -414,11 +419,16 @@ class ClusterInfo:
 
 @dataclass(frozen=True)
 class TopicConfig:
-    """A topic as a broker holds it in its topic table (and registers it)."""
+    """A topic as a broker holds it in its topic table (and registers it); ``order``,
+    ``sys_flag`` and ``filter_type`` are kept when a remedy updates its counts (they take no
+    part in comparing two)."""
 
     read_queue_nums: int
     write_queue_nums: int
     perm: int
+    order: bool = field(default=False, compare=False)
+    sys_flag: int = field(default=0, compare=False)
+    filter_type: str = field(default="SINGLE_TAG", compare=False)
 
 
 @dataclass(frozen=True, order=True)
@@ -515,7 +525,12 @@ def parse_topic_table(text: str | bytes) -> TopicTable:
     try:
         topics = {
             str(name): TopicConfig(
-                int(t["readQueueNums"]), int(t["writeQueueNums"]), int(t["perm"])
+                int(t["readQueueNums"]),
+                int(t["writeQueueNums"]),
+                int(t["perm"]),
+                order=bool(t.get("order", False)),
+                sys_flag=int(t.get("topicSysFlag", 0) or 0),
+                filter_type=str(t.get("topicFilterType") or "SINGLE_TAG"),
             )
             for name, t in (raw.get("topicConfigTable") or {}).items()
         }
@@ -665,21 +680,46 @@ def update_topic_in_broker(
     perm: int = 6,
     timeout: float = 3.0,
     credentials: Credentials | None = None,
+    keep: TopicConfig | None = None,
 ) -> None:
     """Create or update ``topic`` on the broker at ``addr`` only (``mqadmin updateTopic -b``,
     without a JVM's start). A 4.9 broker registers the topic with its NameServers before it
-    answers (``registerIncrementBrokerData``)."""
+    answers (``registerIncrementBrokerData``). ``keep``: the topic as the broker holds it now,
+    whose order flag, system flag and filter type stay as they are."""
     header = {
         "topic": topic,
         "defaultTopic": "TBW102",
         "readQueueNums": str(read_queues),
         "writeQueueNums": str(write_queues),
         "perm": str(perm),
-        "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": "0",
-        "order": "false",
+        "topicFilterType": "SINGLE_TAG" if keep is None else keep.filter_type,
+        "topicSysFlag": "0" if keep is None else str(keep.sys_flag),
+        "order": "false" if keep is None or not keep.order else "true",
     }
     with Connection(addr, timeout, credentials) as conn:
         answer = conn.call(UPDATE_AND_CREATE_TOPIC, header)
     if answer.code != SUCCESS:
-        raise RemotingError(f"creating {topic} on the broker at {addr}: {answer.remark}")
+        raise RemotingError(
+            f"creating {topic} on the broker at {addr}: {answer.remark}", answer.code, answer.remark
+        )
+
+
+def update_broker_config(
+    addr: str,
+    changes: dict[str, str],
+    *,
+    timeout: float = 3.0,
+    credentials: Credentials | None = None,
+) -> None:
+    """Change settings of the broker at ``addr`` while it runs (``mqadmin updateBrokerConfig``):
+    the body is the properties, ``key=value`` a line."""
+    body = "".join(f"{k}={v}\n" for k, v in changes.items()).encode()
+    with Connection(addr, timeout, credentials) as conn:
+        conn.ask(UPDATE_BROKER_CONFIG, "changing the broker configuration", body=body)
+
+
+def delete_topic_in_namesrv(addr: str, topic: str, *, timeout: float = 3.0) -> None:
+    """Delete ``topic``'s route on the NameServer at ``addr`` only (what ``mqadmin deleteTopic``
+    asks of each NameServer after it deleted the topic on the brokers)."""
+    with Connection(addr, timeout) as conn:
+        conn.ask(DELETE_TOPIC_IN_NAMESRV, f"deleting the route of {topic}", {"topic": topic})

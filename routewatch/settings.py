@@ -10,14 +10,22 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from routewatch.errors import RoutewatchError
+from routewatch.remoting import Credentials
 from routewatch.store.postgres import redacted
 
-__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "default_data_dir", "load"]
+__all__ = [
+    "ENV_PREFIX",
+    "ClusterAccessSettings",
+    "Settings",
+    "SettingsError",
+    "default_data_dir",
+    "load",
+]
 
 ENV_PREFIX = "ROUTEWATCH_"
 
@@ -126,6 +134,36 @@ def _sentence(error: ErrorDetails) -> str:
         return message
     name = ENV_PREFIX + "_".join(str(part) for part in error.get("loc", ())).upper()
     return f"{name}: {message}"
+
+
+class ClusterAccessSettings(Settings):
+    """How routewatch signs its requests to a cluster with ACL on: ``routewatch collect``'s
+    reads and ``routewatch remedy``'s (and the API's) dry runs and applies use one account."""
+
+    collect_access_key: str = Field(
+        default="",
+        description="For a cluster with ACL enabled (aclEnable=true): the access key of an "
+        "account of its plain_acl.yml; every request is signed with it (docs/collect.md).",
+    )
+    collect_secret_key: SecretStr = Field(
+        default=SecretStr(""),
+        description="That account's secret key (never logged or shown).",
+    )
+
+    @model_validator(mode="after")
+    def _both_keys(self) -> ClusterAccessSettings:
+        if bool(self.collect_access_key) != bool(self.collect_secret_key.get_secret_value()):
+            raise ValueError(
+                "ROUTEWATCH_COLLECT_ACCESS_KEY and ROUTEWATCH_COLLECT_SECRET_KEY go together: "
+                "set both (a cluster with ACL enabled) or neither"
+            )
+        return self
+
+    def credentials(self) -> Credentials | None:
+        """The ACL account to sign requests with, if one is set."""
+        if not self.collect_access_key:
+            return None
+        return Credentials(self.collect_access_key, self.collect_secret_key.get_secret_value())
 
 
 def load(cls: type[S], **overrides: Any) -> S:

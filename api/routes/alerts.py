@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import JSONResponse
 
 from api.access import StoreAccess
 from api.deps import (
@@ -19,8 +21,11 @@ from api.deps import (
     check_query_values,
 )
 from api.models import AlertPublic, AlertsPublic
-from api.problems import ProblemError
+from api.problems import PROBLEM_JSON, ProblemError
+from api.settings import ApiSettings
 from routewatch.alerts import AlertKind, AlertState, Severity
+from routewatch.errors import RoutewatchError
+from routewatch.remedy.run import run_remedy
 from routewatch.store.views import AlertFilter, alert, alerts, decode_cursor
 
 # Each route names its dependencies, in the order they run. Acknowledging and silencing check
@@ -143,3 +148,53 @@ def get_alert(alert_id: str, store: StoreDep) -> AlertPublic:
     if found is None:
         raise ProblemError(404, "No such alert", f"There is no alert with id {alert_id}.")
     return AlertPublic(**found)
+
+
+def token_actor(settings: ApiSettings) -> str:
+    """Who ran a remedy through the API, as the audit names them: the token's digest (the
+    token itself is never stored)."""
+    token = "" if settings.api_token is None else settings.api_token.get_secret_value()
+    return f"token:{hashlib.sha256(token.encode()).hexdigest()[:12]}"
+
+
+@router.post(
+    "/{alert_id}/remedy",
+    summary="Run an alert's plan on its live cluster: a dry run, or apply it",
+    dependencies=AUTHORIZED,
+    response_model=None,
+    responses={409: {"description": "refused: detail says why, run is the audited run"}},
+)
+def remedy_alert(
+    alert_id: str,
+    access: AccessDep,
+    settings: SettingsDep,
+    apply: Annotated[bool, Query(description="perform the plan and verify it")] = False,
+    alternative: Annotated[bool, Query(description="run the plan's alternative")] = False,
+    allow_loss: Annotated[
+        bool, Query(description="perform steps that could lose data or routes")
+    ] = False,
+) -> JSONResponse:
+    store = access.open_writable()
+    try:
+        request = settings.request(
+            alert_id,
+            token_actor(settings),
+            apply=apply,
+            alternative=alternative,
+            allow_loss=allow_loss,
+        )
+        run = run_remedy(store, request).to_dict()
+    except RoutewatchError:
+        raise ProblemError(404, "No such alert", f"There is no alert with id {alert_id}.") from None
+    finally:
+        store.close()
+    if run["outcome"] == "refused":
+        body = {
+            "type": "about:blank",
+            "title": "Remedy refused",
+            "status": 409,
+            "detail": run["refusal"],
+            "run": run,
+        }
+        return JSONResponse(body, status_code=409, media_type=PROBLEM_JSON)
+    return JSONResponse(run)

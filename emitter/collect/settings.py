@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import NoDecode
 
 from emitter.settings import EmitterSettings
-from routewatch.remoting import Credentials
+from routewatch.settings import ClusterAccessSettings
 
 __all__ = ["CollectSettings"]
 
 
-class CollectSettings(EmitterSettings):
+class CollectSettings(EmitterSettings, ClusterAccessSettings):
     """Built once, in the ``collect`` command."""
 
     collect_namesrv: str = Field(
@@ -90,31 +90,6 @@ class CollectSettings(EmitterSettings):
         description="The UTC offset, in hours, of the times in those logs: the proxy's own "
         "logging writes UTC+8 whatever the host's zone.",
     )
-
-    collect_access_key: str = Field(
-        default="",
-        description="For a cluster with ACL enabled (aclEnable=true): the access key of an "
-        "account of its plain_acl.yml; every request is signed with it (docs/collect.md).",
-    )
-    collect_secret_key: SecretStr = Field(
-        default=SecretStr(""),
-        description="That account's secret key (never logged or shown).",
-    )
-
-    @model_validator(mode="after")
-    def _both_keys(self) -> CollectSettings:
-        if bool(self.collect_access_key) != bool(self.collect_secret_key.get_secret_value()):
-            raise ValueError(
-                "ROUTEWATCH_COLLECT_ACCESS_KEY and ROUTEWATCH_COLLECT_SECRET_KEY go together: "
-                "set both (a cluster with ACL enabled) or neither"
-            )
-        return self
-
-    def credentials(self) -> Credentials | None:
-        """The ACL account to sign requests with, if one is set."""
-        if not self.collect_access_key:
-            return None
-        return Credentials(self.collect_access_key, self.collect_secret_key.get_secret_value())
 
     @field_validator("collect_forward_dirs", "collect_proxy_logs", mode="before")
     @classmethod

@@ -108,3 +108,78 @@ def test_the_scenarios_give_every_remedy_that_holds_a_command() -> None:
         "SEND_REJECTED",
         "STALE_ROUTE",
     }
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["as-is", "second-namesrv"])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_action_of_every_plan_runs_as_pasted(
+    name: str, two: bool, stub: Path, tmp_path: Path
+) -> None:
+    """The shell form of each action of each plan (and its alternative): the same request
+    as the action's fields say, to the same broker, with the cluster's NameServers."""
+    trace = arrivals(name, seed=0)
+    if two:
+        trace = _on_two_namesrvs(trace)
+    namesrvs = _namesrvs(trace)
+    alerts = run_stream(trace, lateness_ms=2000).final_alerts()
+    calls = tmp_path / "calls"
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "MQADMIN_CALLS": str(calls)}
+    for alert in alerts:
+        plan = alert.plan
+        assert plan is not None, alert.kind  # every kind has one
+        steps = plan["steps"] + (plan["alternative"] or {"steps": []})["steps"]
+        # the cluster's NameServers (none once no broker has registered for 120 s: then the
+        # plan has no action, only a manual step)
+        if any(s["type"] == "action" for s in steps):
+            assert ";".join(plan["namesrvs"]) == namesrvs
+        else:
+            assert set(plan["namesrvs"]) <= set(namesrvs.split(";"))
+        for step in steps:
+            if step["type"] == "manual":
+                assert step["do"] and step["check"]["says"], step
+                continue
+            if step["op"] == "delete_route":
+                assert step["shell"] is None and step["loses"], step
+                continue
+            calls.write_text("")
+            result = subprocess.run(
+                ["bash", "-c", step["shell"]], env=env, capture_output=True, text=True, check=False
+            )
+            assert result.returncode == 0, (step["shell"], result.stderr)
+            argvs = [orjson.loads(line)[1:] for line in calls.read_text().splitlines()]
+            topic_calls = [a for a in argvs if a[0] == "updateTopic"]
+            ((argv),) = topic_calls
+            flags = dict(zip(argv[1::2], argv[2::2], strict=True))
+            assert flags == {
+                "-n": namesrvs,
+                "-b": step["addr"],
+                "-t": step["topic"],
+                "-r": str(step["read_queues"]),
+                "-w": str(step["write_queues"]),
+                "-p": str(step["perm"]),
+            }, step
+            if step["op"] == "restore_template":  # the setting off before, back after
+                assert [a[0] for a in argvs] == [
+                    "updateBrokerConfig",
+                    "updateTopic",
+                    "updateBrokerConfig",
+                ]
+                assert [a[-1] for a in (argvs[0], argvs[2])] == ["false", "true"]
+
+
+def test_the_scenarios_give_a_plan_with_actions_for_every_kind_routewatch_can_act_on() -> None:
+    kinds = {
+        a.kind
+        for name in SCENARIOS
+        for a in run_stream(arrivals(name, seed=0), lateness_ms=2000).final_alerts()
+        if a.plan and any(s["type"] == "action" for s in a.plan["steps"])
+    }
+    assert kinds == {
+        "PARTIAL_COVERAGE",
+        "AT_RISK",
+        "QUEUE_SKEW",
+        "NO_ROUTE_INFO",
+        "SEND_REJECTED",
+        "STALE_ROUTE",
+        "TEMPLATE_MISSING",
+    }
