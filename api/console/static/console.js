@@ -1,6 +1,6 @@
-// routewatch console: local times, live alerts over the API's event stream, and the two actions
-// the API has (acknowledge, silence), with the token asked once per tab. No request leaves the
-// API's own origin.
+// routewatch console: local times, live alerts over the API's event stream, and the actions the
+// API has (acknowledge, silence, a remedy's dry run and apply), with the token asked once per
+// tab. No request leaves the API's own origin.
 "use strict";
 (function () {
   const base = document.body.dataset.base || "";
@@ -34,7 +34,37 @@
     return value;
   }
   const UNITS = { s: 1000, m: 60000, h: 3600000, d: 86400000 };
+  // a remedy's run (docs/remedies.md): its outcome and each step, under the alert
+  function showRun(button, run) {
+    const out = button.closest("li.alert").querySelector("pre.remedy-run");
+    const lines = [`${run.mode === "apply" ? "Apply" : "Dry run"}: ${run.outcome}` +
+      (run.refusal ? ` — ${run.refusal}` : "")];
+    for (const s of run.steps) lines.push(`${s.n}. [${s.status}] ${s.says}`);
+    lines.push(`Audited as run ${run.seq} (${run.actor}).`);
+    out.textContent = lines.join("\n");
+    out.hidden = false;
+  }
+  async function remedy(button) {
+    const id = button.dataset.alert;
+    const apply = button.dataset.action === "apply";
+    if (apply && !window.confirm(`Apply the plan of ${id} to the live cluster? (A dry run first shows what it changes.)`)) return;
+    const secret = token();
+    if (!secret) return;
+    say(apply ? `Applying the plan of ${id}…` : `Dry run of the plan of ${id}…`);
+    const path = `${base}/alerts/${encodeURIComponent(id)}/remedy?apply=${apply}`;
+    const response = await fetch(path, { method: "POST", headers: { Authorization: `Bearer ${secret}` } });
+    if (response.status === 401) sessionStorage.removeItem(KEY);
+    const body = await response.json().catch(() => ({}));
+    if (response.ok || response.status === 409) {
+      const run = body.run || body;
+      showRun(button, run);
+      say(run.refusal || `${apply ? "Apply" : "Dry run"} of ${id}: ${run.outcome}.`);
+      return;
+    }
+    say(body.detail || `The API answered ${response.status}.`);
+  }
   async function act(button) {
+    if (button.dataset.action === "dry-run" || button.dataset.action === "apply") return remedy(button);
     const id = button.dataset.alert;
     let path = `${base}/alerts/${encodeURIComponent(id)}/ack`;
     if (button.dataset.action === "silence") {

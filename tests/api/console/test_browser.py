@@ -2,7 +2,8 @@
 running ``routewatch api``: it lists the open alerts the API lists and each link leads to its
 topic or broker; an alert the job opens appears within 2 s of its store write, without a reload;
 no request leaves 127.0.0.1 and nothing is written to the browser's console; the keyboard
-reaches every link and action, and Enter runs them; the actions ask for the token once per tab."""
+reaches every link and action, and Enter runs them; the actions ask for the token once per tab,
+and a remedy's dry run shows its outcome under its alert."""
 
 from __future__ import annotations
 
@@ -259,6 +260,27 @@ def test_actions_ask_for_the_token_once_per_tab(
     ack.click()
     wait_for(lambda: _acked(url, acked), 10, "the acknowledgement")
     assert not _dialog(browser)
+
+    # a remedy's dry run from the page, with the same token: the silenced alert's is refused
+    # before anything is read of its cluster, and the page shows the sentence
+    def shown(selector: str, alert_id: str) -> str:
+        text: str = driver.execute_script(
+            "const e = document.querySelector(`[data-alert-id='${arguments[1]}'] ${arguments[0]}`);"
+            " return e && !e.hidden ? e.textContent : '';",
+            selector,
+            alert_id,
+        )
+        return text
+
+    wait_for(lambda: bool(shown(".acked", acked)), 10, "the acknowledgement shown")
+    dry = f"button[data-action='dry-run'][data-alert='{target}']"
+    driver.find_element("css selector", dry).click()
+    wait_for(lambda: "is silenced until" in shown("pre.remedy-run", target), 10, "the refusal")
+    assert shown("pre.remedy-run", target).startswith("Dry run: refused — Alert ")
+    assert not _dialog(browser)
+    runs = httpx.get(f"{url}/remedies", params={"alert_id": target}, timeout=10).json()["data"]
+    assert [(r["mode"], r["outcome"]) for r in runs] == [("dry_run", "refused")]
+    assert "Plan" in driver.find_element("css selector", f"#alert-{target} details.plan").text
 
 
 def _dialog(browser: Browser) -> bool:
