@@ -7,7 +7,7 @@ from typing import Any
 
 from routewatch.remedy.plan import Action, Manual, Plan, check
 from streaming.engine.alerts import Ending
-from streaming.engine.rules.base import Rule, capped, iso
+from streaming.engine.rules.base import EVIDENCE_LIST_MAX, Rule, capped, iso
 from streaming.engine.state import Reg, RegKey
 
 __all__ = ["BrokerExpired", "remedy"]
@@ -148,6 +148,13 @@ class BrokerExpired(Rule):
             for topic, c in sorted(configs.items())
             for b in masters
         ]
+        notes = []
+        if len(instead) > EVIDENCE_LIST_MAX:  # (a plan stays small: run it again for the rest)
+            notes.append(
+                f"The alternative holds the first {EVIDENCE_LIST_MAX} of {len(instead)} topic "
+                "placements; the alert's next plan holds the rest once these are made."
+            )
+            instead = instead[:EVIDENCE_LIST_MAX]
         return Plan(
             namesrvs=facts.namesrv_list(),
             steps=[start],
@@ -155,4 +162,5 @@ class BrokerExpired(Rule):
                 f"Route the topics that only {broker} held to the live masters instead.",
                 list(instead),
             ),
+            notes=notes,
         )

@@ -295,7 +295,9 @@ def test_a_remedy_is_refused_when_the_route_was_changed_by_hand_after_its_dry_ru
     assert "Moved" not in rig.cluster.broker("broker-c").topics()  # nothing was sent
 
 
-def test_a_remedy_is_refused_while_silenced_locked_unreachable_or_unseen(rig: Rig) -> None:
+def test_a_remedy_is_refused_while_silenced_locked_unreachable_unseen_or_losing_a_route(
+    rig: Rig,
+) -> None:
     # silenced
     hushed = rig.wait_open("PARTIAL_COVERAGE", "Hushed")
     subprocess.run(
@@ -337,6 +339,29 @@ def test_a_remedy_is_refused_while_silenced_locked_unreachable_or_unseen(rig: Ri
         "nothing was changed; run it again once every NameServer and broker of the plan answers."
     )
     assert "Frozen" not in broker_b.topics()
+
+    # a plan that would leave the topic writable on fewer masters than now (its one holder
+    # made read-only: the store's plan rewritten, as no kind's plan does it)
+    plan = frozen["plan"]
+    plan["steps"] = [
+        {
+            **plan["steps"][0],
+            "broker": "broker-a",
+            "addr": rig.cluster.broker("broker-a").addr,
+            "perm": 4,
+        }
+    ]
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE alerts SET plan = ? WHERE id = ?", (orjson.dumps(plan).decode(), frozen["id"])
+        )
+    code, run, _ = rig.remedy(frozen["id"], "--apply")
+    assert code == 2
+    assert run["refusal"] == (
+        "The plan would leave Frozen routed writable on 0 masters, fewer than the 1 now: add "
+        "--allow-loss to do it anyway."
+    )
+    assert all(q == (4, 4, 6) for r in rig.routed("Frozen").values() for q in r.values())
 
     # a plan naming an address the collector never saw for the cluster (the broker's own
     # address with another port: the store's plan rewritten)
