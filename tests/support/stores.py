@@ -1,8 +1,10 @@
 """A store's contents, minus what depends on the wall clock, for comparing two runs row by row;
-the batches a job wrote; and a store filled as the job fills it, without Spark."""
+the batches a job wrote; and a store filled as the job fills it, without Spark (from lines given,
+or following a spool a collector writes)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,50 @@ class EngineJob:
         """One batch of every line of ``paths``, in that order (as the job reads a spool's
         files: by modification time, then name)."""
         self.write([line for path in paths for line in path.read_text().splitlines()])
+
+
+class SpoolFollower:
+    """The job's own step over a spool that a collector is writing, as ``routewatch stream``
+    runs it but without Spark: each :meth:`tick` writes one batch of the complete lines added to
+    the spool's files since the last (files by modification time, then name, as the job reads
+    them). A thread ticks it every ``interval_s`` between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, settings: StreamingSettings, interval_s: float = 0.5) -> None:
+        self.job = EngineJob(settings, job="follower")
+        self.spool = settings.spool_dir
+        self.interval_s = interval_s
+        self._read: dict[Path, int] = {}  # bytes of complete lines taken from each file
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="spool-follower", daemon=True)
+        self.failure: BaseException | None = None
+
+    def tick(self) -> int:
+        lines: list[str] = []
+        files = sorted(self.spool.glob("*.jsonl"), key=lambda p: (p.stat().st_mtime_ns, p.name))
+        for path in files:
+            data = path.read_bytes()
+            end = data.rfind(b"\n") + 1
+            start = self._read.get(path, 0)
+            if end > start:
+                lines += data[start:end].decode().splitlines()
+                self._read[path] = end
+        if lines:
+            self.job.write(lines)
+        return len(lines)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.tick()
+            except BaseException as exc:  # said by stop(), in the test's thread
+                self.failure = exc
+                return
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        if self.failure is not None:
+            raise AssertionError(f"the spool follower failed: {self.failure!r}")

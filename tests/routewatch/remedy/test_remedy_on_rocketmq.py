@@ -2,10 +2,10 @@
 broker-a and broker-b with auto-creation on, broker-c started with it off (so without TBW102)
 and turned on at run time. The faults are made before routewatch starts, so that the job finds
 them at its start: topics stuck on broker-a alone, a topic with skewed counts, a topic deleted
-on broker-b alone (its route stale), broker-c's missing TBW102. ``routewatch collect`` feeds
-``routewatch stream``, which writes the store that ``routewatch remedy`` reads; ``routewatch
-api`` serves the same store. Each test takes its own alert; they share the cluster and the
-processes, in file order."""
+on broker-b alone (its route stale), broker-c's missing TBW102. ``routewatch collect`` writes
+the spool; the job's own step (the stream job's, in-process: no Spark) follows it into the store
+that ``routewatch remedy`` reads and ``routewatch api`` serves. Each test takes its own alert;
+they share the cluster and the processes, in file order."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import pytest
 
 from routewatch import remoting
 from routewatch.remoting import TopicRoute
+from routewatch.settings import load
 from routewatch.store import open_store
 from routewatch.store.remedy_runs import release_lock, remedy_runs, take_lock
 from routewatch.terminal import iso_time
@@ -41,9 +42,11 @@ from routewatch.testing.rocketmq import (
     java_command,
     java_env,
 )
+from streaming.settings import StreamingSettings
 from tests.support.rocketmq import EVERY_MAJOR, module_cluster
+from tests.support.stores import SpoolFollower
 
-pytestmark = [pytest.mark.rocketmq, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]
 
 CLUSTER = "DefaultCluster"
 MASTERS = ("broker-a", "broker-b", "broker-c")
@@ -73,12 +76,15 @@ class Rig:
     api: str
     procs: dict[str, subprocess.Popen[bytes]]
     logs: Path
+    follower: SpoolFollower
 
     @property
     def store_url(self) -> str:
         return f"sqlite:///{self.data / 'routewatch.db'}"
 
     def _running(self) -> None:
+        if self.follower.failure is not None:
+            raise AssertionError(f"the job's step failed: {self.follower.failure!r}")
         for name, proc in self.procs.items():
             if proc.poll() is not None:
                 raise AssertionError((self.logs / f"{name}.log").read_text()[-3000:])
@@ -182,15 +188,25 @@ def _shape(route: TopicRoute | None) -> Any:
     )
 
 
+def _make(cluster: RocketMQCluster, topic: str, broker: str, read: int, write: int) -> None:
+    """``topic`` on one broker, by the admin request ``mqadmin updateTopic -b`` sends (without
+    its JVM's start)."""
+    addr = cluster.broker(broker).addr
+    remoting.update_topic_in_broker(addr, topic, read_queues=read, write_queues=write)
+
+
 @pytest.fixture(scope="module")
 def rig(cluster: RocketMQCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     for topic in STUCK:  # the config a send's auto-creation gives, on one broker
-        cluster.update_topic(topic, broker="broker-a", read_queues=4, write_queues=4)
-    cluster.update_topic(SKEWED, broker="broker-a", read_queues=8, write_queues=4)
-    cluster.update_topic(SKEWED, broker="broker-b", read_queues=4, write_queues=4)
-    cluster.update_topic(STALE, cluster=CLUSTER, read_queues=4, write_queues=4)
+        _make(cluster, topic, "broker-a", 4, 4)
+    _make(cluster, SKEWED, "broker-a", 8, 4)
+    _make(cluster, SKEWED, "broker-b", 4, 4)
+    for broker in MASTERS:
+        _make(cluster, STALE, broker, 4, 4)
     remoting.delete_topic_in_broker(cluster.broker("broker-b").addr, STALE)
-    cluster.update_broker_config("broker-c", "autoCreateTopicEnable", "true")
+    remoting.update_broker_config(
+        cluster.broker("broker-c").addr, {"autoCreateTopicEnable": "true"}
+    )
 
     tmp = tmp_path_factory.mktemp("remedy")
     data = tmp / "data"
@@ -199,8 +215,6 @@ def rig(cluster: RocketMQCluster, tmp_path_factory: pytest.TempPathFactory) -> I
     env = {
         **os.environ,
         "ROUTEWATCH_DATA_DIR": str(data),
-        "ROUTEWATCH_LATENESS_BOUND_S": "2",
-        "ROUTEWATCH_TRIGGER_INTERVAL_S": "1",
         "ROUTEWATCH_COLLECT_POLL_INTERVAL_S": "1",
         "ROUTEWATCH_COLLECT_HEARTBEAT_INTERVAL_S": "1",
         "ROUTEWATCH_COLLECT_METRICS_PORT": str(free_port()),
@@ -209,12 +223,10 @@ def rig(cluster: RocketMQCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         "ROUTEWATCH_REMEDY_REQUEST_TIMEOUT_S": "3",
         "ROUTEWATCH_REMEDY_VERIFY_TIMEOUT_S": "30",
     }
+    # the job's own step over the collector's spool (what routewatch stream runs, without
+    # Spark: tests/emitter/collect/test_collect_auto_created.py runs the Spark job on it)
+    follower = SpoolFollower(load(StreamingSettings, data_dir=data, lateness_bound_s=2))
     procs = {
-        "stream": start_routewatch(
-            ["stream", "--source", "spool", "--log", str(tmp / "stream.log")],
-            env,
-            tmp / "stream.log",
-        ),
         "collect": start_routewatch(
             ["collect", "--namesrv", cluster.namesrv_addr(), "--to", "spool"],
             env,
@@ -222,12 +234,14 @@ def rig(cluster: RocketMQCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         ),
         "api": start_routewatch(["api"], env, tmp / "api.log"),
     }
-    rig = Rig(cluster, data, env, f"http://127.0.0.1:{port}", procs, tmp)
+    follower.start()
+    rig = Rig(cluster, data, env, f"http://127.0.0.1:{port}", procs, tmp, follower)
     try:
         yield rig
     finally:
         for proc in procs.values():
             stop(proc, timeout=60)
+        follower.stop()
 
 
 def test_a_remedy_dry_run_changes_nothing_and_its_apply_covers_a_stuck_topic(rig: Rig) -> None:
@@ -279,15 +293,16 @@ def test_a_remedy_is_refused_when_the_route_was_changed_by_hand_after_its_dry_ru
     assert (code, run["outcome"]) == (0, "dry run")
     # by hand, between the dry run and the apply: whether the job has followed yet (its plan
     # changed) or not (the route differs from what the plan assumes), the apply is refused
-    rig.cluster.update_topic("Moved", broker="broker-b", read_queues=4, write_queues=4)
+    _make(rig.cluster, "Moved", "broker-b", 4, 4)
     code, run, _ = rig.remedy(alert["id"], "--apply")
     assert (code, run["outcome"]) == (2, "refused")
     on = ", ".join(sorted(rig.cluster.namesrv_addr(n) for n in ("ns1", "ns2")))
     refused, dry = rig.runs(alert["id"])[:2]
     assert (refused["outcome"], dry["mode"]) == ("refused", "dry_run")
     assert run["refusal"] in (
-        f"The cluster is not as the plan assumes any more (broker-b is routed Moved on {on}): "
-        "the alert will follow the change; run the dry run again once it has.",
+        f"The cluster is not as the plan assumes any more (broker-b is routed Moved on {on}; "
+        "broker-b holds Moved itself): the alert will follow the change; run the dry run again "
+        "once it has.",
         f"The plan of alert {alert['id']} changed since your dry run at "
         f"{iso_time(dry['started_at'])} (the cluster "
         "changed): run the dry run again and check it before you apply.",
