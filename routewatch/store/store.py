@@ -133,8 +133,9 @@ class Store:
 
     def prune(self, keep_ms: int, now_ms: int | None = None) -> dict[str, int]:
         """Retention: delete what is older than ``keep_ms`` — quarantine and alert-log rows by
-        the wall clock they were written at, resolved alerts and closed route intervals by
-        event time (against the newest stream time). Counters are never pruned."""
+        the wall clock they were written at, remedy runs by the wall clock they ended at,
+        resolved alerts and closed route intervals by event time (against the newest stream
+        time). Counters are never pruned."""
         now_ms = _now_ms() if now_ms is None else now_ms
         deleted: dict[str, int] = {}
         with self.transaction() as db:
@@ -148,6 +149,7 @@ class Store:
                     event_cutoff,
                 ),
                 "route_intervals": ("DELETE FROM route_intervals WHERE valid_to < ?", event_cutoff),
+                "remedy_runs": ("DELETE FROM remedy_runs WHERE ended_at < ?", now_ms - keep_ms),
             }
             for table, (sql, cutoff) in statements.items():
                 deleted[table] = 0 if cutoff is None else db.execute(sql, (cutoff,)).rowcount

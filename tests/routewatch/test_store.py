@@ -4,6 +4,7 @@ PostgreSQL server (a database of its own per test): the same behaviour from both
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,7 @@ from routewatch.changes import (
     encode_route,
 )
 from routewatch.store import Store, open_store
+from routewatch.store.remedy_runs import record_run, remedy_runs
 from routewatch.store.schema import MIGRATIONS
 from tests.support.stores import batches
 
@@ -157,16 +159,42 @@ def test_bad_and_late_input_is_kept_and_counted_by_reason(store: Store) -> None:
     assert store.counters() == {("quarantined", "not_json", ""): 1, ("late", "", "C"): 1}
 
 
+def _remedy_run(ended_at: int) -> dict[str, Any]:
+    return {
+        "alert_id": "broker_expired-0",
+        "cluster": "C",
+        "kind": "BROKER_EXPIRED",
+        "mode": "dry_run",
+        "alternative": False,
+        "actor": "os:tester@here",
+        "started_at": ended_at - 10,
+        "ended_at": ended_at,
+        "outcome": "dry run",
+        "refusal": None,
+        "plan": {},
+        "steps": [],
+    }
+
+
 def test_retention_prunes_old_rows_but_never_counters(store: Store) -> None:
     clock = encode_clock("C", ClusterClock(1_000_000, 1, 0))
     store.write_batch("job", 0, [_alert(), _route(100, (4, 4, 6)), _count("late", "", 3)])
     store.write_batch("job", 1, [_alert("resolved", 500, 500), _route(200, None), clock])
     written = store.db.execute("SELECT MAX(written_at) FROM alert_log").fetchone()[0]
+    for ended in (written, written + 15_000):  # a remedy run audited, then a later one
+        record_run(store, _remedy_run(ended))
 
     deleted = store.prune(keep_ms=10_000, now_ms=written + 20_000)
 
-    assert deleted == {"quarantine": 0, "alert_log": 2, "alerts": 1, "route_intervals": 1}
+    assert deleted == {
+        "quarantine": 0,
+        "alert_log": 2,
+        "alerts": 1,
+        "route_intervals": 1,
+        "remedy_runs": 1,
+    }
     assert store.alerts() == [] and _intervals(store) == []
+    assert [r["ended_at"] for r in remedy_runs(store)] == [written + 15_000]
     assert store.counters() == {("late", "", "C"): 3, ("alerts_opened", "BROKER_EXPIRED", "C"): 1}
 
 
@@ -179,6 +207,7 @@ def test_retention_keeps_what_is_recent(store: Store) -> None:
         "alert_log": 0,
         "alerts": 0,
         "route_intervals": 0,
+        "remedy_runs": 0,
     }
     assert len(store.alerts()) == 1
 
