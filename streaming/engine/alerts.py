@@ -51,10 +51,11 @@ class AlertBook:
         evidence: dict[str, Any],
         cause: NoRouteCause | None = None,
         remedy: str | None = None,
-        plan: Plan | None = None,
+        plan: Callable[[], Plan] | None = None,
     ) -> Alert:
         """Open the alert at ``at``, or update the open one when severity, cause or evidence
-        changed."""
+        changed; ``plan`` is called only then (a rule raises on every judgement while open, and
+        most change nothing)."""
         current = self.open.get(key)
         if current is None:
             kind, cluster, topic, broker, broker_id = key
@@ -74,7 +75,7 @@ class AlertBook:
                 summary=summary,
                 evidence=evidence,
                 remedy=remedy,
-                plan=None if plan is None else plan.to_dict(),
+                plan=None if plan is None else plan().to_dict(),
             )
             self.open[key] = alert
             self.opened_with[alert.id] = orjson.loads(orjson.dumps(evidence))
@@ -83,7 +84,7 @@ class AlertBook:
         if (current.severity, current.cause, current.evidence) != (severity, cause, evidence):
             current.severity, current.cause, current.evidence = severity, cause, evidence
             current.summary, current.remedy, current.updated_at = summary, remedy, at
-            current.plan = None if plan is None else plan.to_dict()
+            current.plan = None if plan is None else plan().to_dict()
             self.changes.append(_copy(current))
         return current
 

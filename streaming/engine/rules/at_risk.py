@@ -3,6 +3,7 @@ at its next route refresh the topic collapses to those."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from routewatch.alerts import Alert
@@ -122,7 +123,8 @@ class AtRisk(TopicRule):
                 "condition_since": state.at_risk_since,
             },
             remedy=self.facts.create_everywhere(topic, queues),
-            plan=self.facts.coverage_plan(
+            plan=partial(
+                self.facts.coverage_plan,
                 topic,
                 sorted(holding & view.expected),
                 sorted(view.expected - holding),

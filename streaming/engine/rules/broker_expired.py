@@ -3,6 +3,7 @@ that have no route left."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from routewatch.remedy.plan import Action, Manual, Plan, check
@@ -103,7 +104,7 @@ class BrokerExpired(Rule):
             summary=summary,
             evidence=evidence,
             remedy=remedy(broker, broker_id, evidence["addr"]),
-            plan=self._plan(broker, broker_id, evidence),
+            plan=partial(self._plan, broker, broker_id, evidence),
         )
 
     def _plan(self, broker: str, broker_id: int, evidence: dict[str, Any]) -> Plan:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from streaming.engine.alerts import Ending
@@ -35,7 +36,8 @@ class CollectorSilent(Rule):
             "judges none of its brokers' liveness until it is back.",
             evidence={"collector": obs["collector"], "last_round": obs["last"]},
             remedy=REMEDY,
-            plan=self.facts.manual_plan(
+            plan=partial(
+                self.facts.manual_plan,
                 REMEDY,
                 "alert_resolved",
                 f"the collector of {self.cluster} writes a round again: the alert resolves",

@@ -3,6 +3,7 @@ or routed differently by them, for 60 s."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -143,7 +144,8 @@ class NamesrvDivergence(Rule):
                 f"but not on {listed(missing)}: clients see different routes by NameServer."
             )
             remedy = REMEDY
-            plan = self.facts.manual_plan(
+            plan = partial(
+                self.facts.manual_plan,
                 remedy,
                 "broker_live",
                 f"{broker} (id {broker_id}) is live on every NameServer of the cluster",
@@ -159,7 +161,8 @@ class NamesrvDivergence(Rule):
                 "routes by NameServer."
             )
             remedy = ROUTES_REMEDY
-            plan = self.facts.manual_plan(
+            plan = partial(
+                self.facts.manual_plan,
                 remedy,
                 "routed_alike",
                 f"every NameServer routes {broker} (id {broker_id}) the topics named alike",

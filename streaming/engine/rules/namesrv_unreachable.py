@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from streaming.engine.alerts import Ending
@@ -64,7 +65,8 @@ class NamesrvUnreachable(Rule):
                 "unreachable_since": dict(sorted(unreachable.items())),
             },
             remedy=REMEDY,
-            plan=self.facts.manual_plan(
+            plan=partial(
+                self.facts.manual_plan,
                 REMEDY,
                 "namesrv_answers",
                 "each NameServer named answers routewatch",

@@ -3,6 +3,7 @@ TOPIC_NOT_FOUND), with the cause the route tables give."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from routewatch.alerts import Alert, NoRouteCause
@@ -152,7 +153,7 @@ class NoRouteInfo(FailureRule):
                 "create_topic_key": e["default_topic"],
             },
             remedy=remedies[cause],
-            plan=self._plan(topic, cause, e["default_topic"]),
+            plan=partial(self._plan, topic, cause, e["default_topic"]),
         )
 
     def _plan(self, topic: str, cause: NoRouteCause, key: str) -> Plan:

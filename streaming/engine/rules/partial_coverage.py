@@ -3,6 +3,7 @@ where it stays."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from routewatch.alerts import Alert, alert_id
@@ -166,7 +167,8 @@ class PartialCoverage(TopicRule):
         this = alert_id(key, at) if current is None else current.id  # (the id it opens with)
         observed = state.auto_created_how == OBSERVED
         notes = [AUTO_CREATE_NOTE] + ([] if observed else [INFERRED_NOTE.format(id=this)])
-        plan = self.facts.coverage_plan(
+        plan = partial(
+            self.facts.coverage_plan,
             topic,
             evidence["brokers_with_topic"],
             evidence["brokers_without_topic"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from routewatch.alerts import Alert
@@ -49,7 +50,7 @@ class QueueSkew(TopicRule):
             + ".",
             evidence={"brokers": per_broker},
             remedy=self.facts.update_topic(topic, "-c", self.cluster, q=q),
-            plan=self._plan(view, per_broker, q),
+            plan=partial(self._plan, view, per_broker, q),
         )
 
     def _plan(self, view: TopicView, per_broker: dict[str, dict[str, int]], q: int) -> Plan:

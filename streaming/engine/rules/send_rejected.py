@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from routewatch.alerts import Alert
@@ -43,7 +44,7 @@ class SendRejected(FailureRule):
             remedy=f"Create {topic} on {brokers} ("
             + ", ".join(update(topic, "-b", addr(b)) for b in refusing)
             + f"), or remove the stale TBW102 from {brokers}.",
-            plan=self._plan(topic, refusing),
+            plan=partial(self._plan, topic, refusing),
         )
 
     def _plan(self, topic: str, refusing: list[str]) -> Plan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from functools import partial
 
 from routewatch.alerts import Alert
 from routewatch.remedy.plan import PERM_RW, Action, Plan, Routed
@@ -59,7 +60,7 @@ class StaleRoute(TopicRule):
             remedy=f"Make it there again with {recreate}, or retire the topic everywhere with "
             f"`{delete}` (a NameServer drops a topic a broker deleted only when the topic is "
             "deleted there too, or the broker leaves).",
-            plan=self._plan(topic, stale, routes),
+            plan=partial(self._plan, topic, stale, routes),
         )
 
     def _plan(self, topic: str, stale: list[RegKey], routes: dict[RegKey, Config]) -> Plan:

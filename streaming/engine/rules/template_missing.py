@@ -80,7 +80,7 @@ class TemplateMissing(Rule):
                 "topics sent to it are not auto-created.",
                 evidence=evidence,
                 remedy=remedy(broker, reg.addr),
-                plan=plan(self.facts.namesrv_list(), broker, broker_id, reg.addr),
+                plan=lambda: plan(self.facts.namesrv_list(), broker, broker_id, reg.addr),
             )
             return
         how = "a usable TBW102" if reg.auto_create else "autoCreateTopicEnable=false"
