@@ -242,19 +242,33 @@ class ClusterFacts:
         """``create_topic`` actions: ``topic`` on each master of ``brokers``, ``q`` read and
         write queues."""
         return [
-            Action(
-                "create_topic",
+            self.create(
                 topic,
-                changes=f"{topic} made on {b} with {q} read and {q} write queues (perm {perm})"
-                f"{why}; the broker registers it with every NameServer at once.",
-                broker=b,
-                addr=self.master_addr(b),
-                read_queues=q,
-                write_queues=q,
-                perm=perm,
+                b,
+                (q, q, perm),
+                f"{topic} made on {b} with {q} read and {q} write queues (perm {perm}){why}; "
+                "the broker registers it with every NameServer at once.",
             )
             for b in brokers
         ]
+
+    def create(
+        self, topic: str, broker: str, config: Config, changes: str, *, loses: str | None = None
+    ) -> Action:
+        """One ``create_topic`` action: ``topic`` on the master ``broker`` with ``config``
+        (read queues, write queues, perm)."""
+        read, write, perm = config
+        return Action(
+            "create_topic",
+            topic,
+            changes=changes,
+            broker=broker,
+            addr=self.master_addr(broker),
+            read_queues=read,
+            write_queues=write,
+            perm=perm,
+            loses=loses,
+        )
 
     def coverage_plan(
         self, topic: str, holding: list[str], missing: list[str], q: int, notes: list[str]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from routewatch.remedy.plan import Action, Manual, Plan, check
+from routewatch.remedy.plan import Manual, Plan, check
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import EVIDENCE_LIST_MAX, Rule, capped, iso
 from streaming.engine.state import Reg, RegKey
@@ -134,16 +134,12 @@ class BrokerExpired(Rule):
             "other masters meanwhile"
         )
         instead = [
-            Action(
-                "create_topic",
+            facts.create(
                 topic,
-                changes=f"{topic}, which had its only route on {broker}, made on {b} with its "
-                f"{c[0]} read and {c[1]} write queues.",
-                broker=b,
-                addr=facts.master_addr(b),
-                read_queues=c[0],
-                write_queues=c[1],
-                perm=c[2],
+                b,
+                c,
+                f"{topic}, which had its only route on {broker}, made on {b} with its {c[0]} "
+                f"read and {c[1]} write queues.",
                 loses=stranded,
             )
             for topic, c in sorted(configs.items())

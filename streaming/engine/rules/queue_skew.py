@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any
 
 from routewatch.alerts import Alert
-from routewatch.remedy.plan import PERM_RW, Action, Plan, Routed
+from routewatch.remedy.plan import Plan, Routed
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import TopicRule, TopicView, broker_label, iso
 
@@ -60,17 +60,12 @@ class QueueSkew(TopicRule):
         perms = {b: c[2] for (_, b, i), c in view.holders.items() if i == 0}
         masters = {b: c for b, c in per_broker.items() if b in perms}
         steps = [
-            Action(
-                "create_topic",
+            self.facts.create(
                 topic,
-                changes=f"{topic}'s queues on {b} raised from {c['read']} read and "
-                f"{c['write']} write to {q} and {q} (perm {perms[b]} kept); no count is "
-                "lowered.",
-                broker=b,
-                addr=self.facts.master_addr(b),
-                read_queues=q,
-                write_queues=q,
-                perm=perms.get(b, PERM_RW),
+                b,
+                (q, q, perms[b]),
+                f"{topic}'s queues on {b} raised from {c['read']} read and {c['write']} write "
+                f"to {q} and {q} (perm {perms[b]} kept); no count is lowered.",
             )
             for b, c in masters.items()
             if (c["read"], c["write"]) != (q, q)

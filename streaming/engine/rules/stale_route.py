@@ -6,7 +6,7 @@ import shlex
 from functools import partial
 
 from routewatch.alerts import Alert
-from routewatch.remedy.plan import PERM_RW, Action, Plan, Routed
+from routewatch.remedy.plan import Action, Plan, Routed
 from streaming.engine.alerts import Ending
 from streaming.engine.rules.base import TopicRule, TopicView, iso, listed
 from streaming.engine.state import Config, RegKey
@@ -73,16 +73,12 @@ class StaleRoute(TopicRule):
                 configs.setdefault(k[1], routes[k])
         routed: dict[str, Routed] = {b: [c[0], c[1]] for b, c in configs.items()}
         steps = [
-            Action(
-                "create_topic",
+            facts.create(
                 topic,
-                changes=f"{topic} made again on {b}, which it is routed to, with the routed "
-                f"{c[0]} read and {c[1]} write queues (perm {c[2]}).",
-                broker=b,
-                addr=facts.master_addr(b),
-                read_queues=c[0],
-                write_queues=c[1],
-                perm=c[2],
+                b,
+                c,
+                f"{topic} made again on {b}, which it is routed to, with the routed {c[0]} read "
+                f"and {c[1]} write queues (perm {c[2]}).",
             )
             for b, c in sorted(configs.items())
         ]
@@ -102,16 +98,12 @@ class StaleRoute(TopicRule):
             for ns in facts.namesrv_list()
         ]
         instead += [
-            Action(
-                "create_topic",
+            facts.create(
                 topic,
-                changes=f"{topic} updated on {b}, which holds it, with its own {c[0]} read and "
-                f"{c[1]} write queues: the NameServers route it there again.",
-                broker=b,
-                addr=facts.master_addr(b),
-                read_queues=c[0],
-                write_queues=c[1],
-                perm=c[2] or PERM_RW,
+                b,
+                c,
+                f"{topic} updated on {b}, which holds it, with its own {c[0]} read and {c[1]} "
+                "write queues: the NameServers route it there again.",
             )
             for b, c in sorted(holders.items())
         ]
