@@ -27,7 +27,7 @@ from routewatch.store.backend import locate
 from routewatch.store.views import AlertFilter, alerts
 from routewatch.terminal import alert_line, iso_time, remedy_line
 
-__all__ = ["post", "register", "register_silence"]
+__all__ = ["no_store", "post", "register", "register_silence"]
 
 FOLLOW_POLL_S = 1.0
 
@@ -108,7 +108,7 @@ def _print_change(change: str, alert: dict[str, Any], output: str) -> None:
 # -- from the store ---------------------------------------------------------------------------
 
 
-def _no_store(settings: Settings) -> RoutewatchError:
+def no_store(settings: Settings) -> RoutewatchError:
     where = locate(settings.store_url).where
     return RoutewatchError(
         f"there is no routewatch store at {where} yet: start routewatch stream (or give the "
@@ -119,7 +119,7 @@ def _no_store(settings: Settings) -> RoutewatchError:
 def _open(settings: Settings) -> Store:
     file = locate(settings.store_url).file
     if file is not None and not file.exists():
-        raise _no_store(settings)
+        raise no_store(settings)
     try:
         return open_store(settings.store_url, readonly=True)
     except StoreError as exc:
@@ -133,7 +133,7 @@ def _store_alerts(settings: Settings, args: argparse.Namespace) -> list[dict[str
         page, _, _ = alerts(store, AlertFilter(state=args.state), limit=2**31)
         return page
     except StoreError:
-        raise _no_store(settings) from None
+        raise no_store(settings) from None
     finally:
         store.close()
 
@@ -258,7 +258,7 @@ def _silence(args: argparse.Namespace) -> int:
         settings = load(Settings)
         file = locate(settings.store_url).file
         if file is not None and not file.exists():
-            raise _no_store(settings)
+            raise no_store(settings)
         store = open_store(settings.store_url)
         try:
             if store.db.execute("SELECT 1 FROM alerts WHERE id = ?", (args.alert_id,)).fetchone():

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from api.client import post
+from api.client import no_store, post
 from routewatch.errors import RoutewatchError
 from routewatch.remedy.run import run_remedy
 from routewatch.remedy.settings import RemedySettings
@@ -81,11 +81,7 @@ def _remedy(args: argparse.Namespace) -> int:
         settings = load(RemedySettings)
         file = locate(settings.store_url).file
         if file is not None and not file.exists():
-            raise RoutewatchError(
-                f"there is no routewatch store at {locate(settings.store_url).where} yet: "
-                "start routewatch stream (or give the store with ROUTEWATCH_STORE_URL or "
-                "ROUTEWATCH_DATA_DIR, or a running API with --api)."
-            )
+            raise no_store(settings)
         try:
             store = open_store(settings.store_url)
         except StoreError as exc:

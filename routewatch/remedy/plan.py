@@ -146,14 +146,15 @@ class Plan:
         return {
             "namesrvs": self.namesrvs,
             "expects": self.expects,
-            "steps": [self._one(s) for s in self.steps],
+            "steps": [self.step_dict(s) for s in self.steps],
             "alternative": None
             if alt is None
-            else {"why": alt[0], "steps": [self._one(s) for s in alt[1]]},
+            else {"why": alt[0], "steps": [self.step_dict(s) for s in alt[1]]},
             "notes": self.notes,
         }
 
-    def _one(self, step: Step) -> dict[str, Any]:
+    def step_dict(self, step: Step) -> dict[str, Any]:
+        """One step as the plan's record holds it (an action with its shell form)."""
         return step.to_dict(self.namesrvs) if isinstance(step, Action) else step.to_dict()
 
     @classmethod

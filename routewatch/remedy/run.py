@@ -139,12 +139,7 @@ class _Prepared:
     sent_at: float = 0.0
 
     def report(self, plan: Plan) -> StepReport:
-        step = (
-            self.step.to_dict(plan.namesrvs)
-            if isinstance(self.step, Action)
-            else (self.step.to_dict())
-        )
-        return StepReport(self.n, step, self.status, self.says)
+        return StepReport(self.n, plan.step_dict(self.step), self.status, self.says)
 
 
 class _Run:
@@ -185,35 +180,29 @@ class _Run:
             raise RefusedError(
                 f"The plan of alert {self.req.alert_id} names no NameServer to read."
             )
-        for ns in self.plan.namesrvs:
+        targets = [s.namesrv for s in steps if isinstance(s, Action) and s.op == "delete_route"]
+        for ns in [*self.plan.namesrvs, *targets]:
             if ns not in namesrvs:
-                raise RefusedError(
-                    f"NameServer {ns} of the plan was never seen by the collector for cluster "
-                    f"{self.cluster}: routewatch acts only on the cluster it watches."
-                )
+                raise self._unseen(f"NameServer {ns} of the plan")
         for s in steps:
-            if not isinstance(s, Action):
-                continue
-            if s.op == "delete_route":
-                if s.namesrv not in namesrvs:
-                    raise RefusedError(
-                        f"NameServer {s.namesrv} of the plan was never seen by the collector "
-                        f"for cluster {self.cluster}: routewatch acts only on the cluster it "
-                        "watches."
-                    )
-            elif (s.broker, s.addr) not in masters:
-                raise RefusedError(
-                    f"Broker {s.broker} at {s.addr} was never seen by the collector as a master "
-                    f"of cluster {self.cluster}: routewatch acts only on the cluster it watches."
-                )
+            if (
+                isinstance(s, Action)
+                and s.op != "delete_route"
+                and (s.broker, s.addr) not in masters
+            ):
+                raise self._unseen(f"Broker {s.broker} at {s.addr}", as_master=True)
+
+    def _unseen(self, what: str, as_master: bool = False) -> RefusedError:
+        where = "as a master of" if as_master else "for"
+        return RefusedError(
+            f"{what} was never seen by the collector {where} cluster "
+            f"{self.cluster}: routewatch acts only on the cluster it watches."
+        )
 
     def _addr(self, broker: str) -> str:
         addr = self.addrs.get(broker)
         if addr is None:
-            raise RefusedError(
-                f"Broker {broker} of the plan was never seen by the collector for cluster "
-                f"{self.cluster}: routewatch acts only on the cluster it watches."
-            )
+            raise self._unseen(f"Broker {broker} of the plan")
         return addr
 
     def check_expects(self) -> None:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from emitter.scenarios import SCENARIOS
+from routewatch.alerts import Alert
 from streaming.engine.runner import run_stream
 from tests.support.traces import Arrival, arrivals
 
@@ -56,18 +57,31 @@ def _namesrvs(trace: list[Arrival]) -> str:
     return ";".join(sorted(ns for ns in found if isinstance(ns, str)))
 
 
+def _alerts(name: str, *, two: bool) -> tuple[list[Alert], str]:
+    """The scenario's final alerts (``two``: with a second NameServer) and its NameServers."""
+    trace = arrivals(name, seed=0)
+    if two:
+        trace = _on_two_namesrvs(trace)
+    return run_stream(trace, lateness_ms=2000).final_alerts(), _namesrvs(trace)
+
+
+def _stub_env(stub: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """Where the stubs write their calls, and the environment that puts them first."""
+    calls = tmp_path / "calls"
+    return calls, {
+        **os.environ,
+        "PATH": f"{stub}:{os.environ['PATH']}",
+        "MQADMIN_CALLS": str(calls),
+    }
+
+
 @pytest.mark.parametrize("two", [False, True], ids=["as-is", "second-namesrv"])
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_every_command_in_a_remedy_runs_as_pasted(
     name: str, two: bool, stub: Path, tmp_path: Path
 ) -> None:
-    trace = arrivals(name, seed=0)
-    if two:
-        trace = _on_two_namesrvs(trace)
-    namesrvs = _namesrvs(trace)
-    alerts = run_stream(trace, lateness_ms=2000).final_alerts()
-    calls = tmp_path / "calls"
-    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "MQADMIN_CALLS": str(calls)}
+    alerts, namesrvs = _alerts(name, two=two)
+    calls, env = _stub_env(stub, tmp_path)
     for alert in alerts:
         commands = COMMAND.findall(alert.remedy or "")
         # every command is one to paste, between backticks
@@ -117,13 +131,8 @@ def test_every_action_of_every_plan_runs_as_pasted(
 ) -> None:
     """The shell form of each action of each plan (and its alternative): the same request
     as the action's fields say, to the same broker, with the cluster's NameServers."""
-    trace = arrivals(name, seed=0)
-    if two:
-        trace = _on_two_namesrvs(trace)
-    namesrvs = _namesrvs(trace)
-    alerts = run_stream(trace, lateness_ms=2000).final_alerts()
-    calls = tmp_path / "calls"
-    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "MQADMIN_CALLS": str(calls)}
+    alerts, namesrvs = _alerts(name, two=two)
+    calls, env = _stub_env(stub, tmp_path)
     for alert in alerts:
         plan = alert.plan
         assert plan is not None, alert.kind  # every kind has one
