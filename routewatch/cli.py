@@ -40,14 +40,19 @@ def plain_text(doc: str | None, paragraphs: int | None = None) -> str:
     return text.replace("``", "").replace("**", "")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser with every installed subcommand, in name order."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every installed subcommand, in name order; with ``only``, that one alone
+    when it is installed (its package imported, and no other: each command's process holds
+    only what it runs)."""
     parser = argparse.ArgumentParser(
         prog="routewatch",
         description="Watch Apache RocketMQ topic routes converge, and alert when they do not.",
     )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for ep in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+    commands = sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name)
+    if only in {ep.name for ep in commands}:
+        commands = [ep for ep in commands if ep.name == only]
+    for ep in commands:
         register: Register = ep.load()
         register(subparsers)
     return parser
@@ -55,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; user errors are printed as one sentence with exit status 2."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=argv[0] if argv else None)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:

@@ -10,26 +10,18 @@ says so.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import IO, Any
 
 from routewatch.cli import plain_text
 from routewatch.errors import RoutewatchError
 from routewatch.listen import check_can_listen
 from routewatch.settings import Settings, load
-from routewatch.store import StoreError, open_store
-from routewatch.terminal import AlertChanges
+from routewatch.supervise import AlertLogFollower, Children, api_up, signals_set_a_flag
 
 __all__ = ["register"]
 
@@ -48,65 +40,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--port", type=int, default=8000, help="the API's port on 127.0.0.1 (default 8000)"
     )
     parser.set_defaults(handler=_run)
-
-
-@dataclass
-class _Children:
-    """The processes the demo started, stopped in reverse order by their PIDs."""
-
-    logs: Path
-    started: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
-    _files: list[IO[bytes]] = field(default_factory=list)
-
-    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        log = (self.logs / f"{name}.log").open("wb")
-        self._files.append(log)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "routewatch.cli", *argv],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        self.started.append((name, proc))
-        return proc
-
-    def check(self) -> None:
-        """Fail with one sentence when a long-running child exited on its own."""
-        for name, proc in self.started:
-            if name != "replay" and proc.poll() is not None:
-                tail = (self.logs / f"{name}.log").read_text(errors="replace")[-1500:]
-                print(tail, file=sys.stderr)
-                raise RoutewatchError(
-                    f"the {name} process exited with status {proc.returncode} (its log is above, "
-                    f"and in {self.logs / (name + '.log')}); fix what it names and run the demo "
-                    "again."
-                )
-
-    def stop(self, grace_s: float = 60.0) -> str:
-        """SIGTERM every child at once, wait for all against one deadline, SIGKILL what is left."""
-        for _, proc in self.started:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for _, proc in self.started:
-            try:
-                proc.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        for f in self._files:
-            f.close()
-        return ", ".join(f"{name} (PID {proc.pid})" for name, proc in self.started)
-
-
-def _api_up(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 CHANGES_HEADER = (
@@ -151,19 +84,8 @@ def _fresh(root: Path) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    # Ctrl-C and SIGTERM only set a flag, from the start to the end (stopping included): every
-    # loop looks at it, and a second signal cannot cut the stop short and leave children behind.
-    stopping: list[int] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.append(signum)
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with signals_set_a_flag() as stopping:
         return _demo(args, stopping)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
@@ -204,15 +126,15 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
             "above); fix what it names and run the demo again."
         )
 
-    children = _Children(root)
+    children = Children(root)
     print(f"==> demo data directory: {root} (emptied; logs: stream.log, api.log, replay.log)")
     try:
-        stream = children.start("stream", ["stream", "--source", "spool"], env)
+        stream = children.start("stream", ["stream", "--source", "spool"], env).proc
         print(f"==> streaming job started (PID {stream.pid}): spool -> SQLite store")
-        api = children.start("api", ["api"], env)
+        api = children.start("api", ["api"], env).proc
         print(f"==> API started (PID {api.pid}): {url}/docs")
         deadline = time.monotonic() + STARTUP_S
-        while not stopping and not _api_up(url):
+        while not stopping and not api_up(url):
             children.check()
             if time.monotonic() > deadline:
                 raise RoutewatchError(
@@ -231,7 +153,8 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
                 *("--rebase-time", "now", "--quiet"),
             ],
             env,
-        )
+            on_exit="end",
+        ).proc
         print(
             f"==> replaying {SCENARIO} at {args.speed:g}x (PID {replay.pid}): healthy topics, a "
             "topic stuck on one broker, a client with no NameServer address, a broker that dies"
@@ -247,40 +170,26 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
 
 
 def _watch(
-    children: _Children, root: Path, replay: subprocess.Popen[bytes], stopping: list[int]
+    children: Children, root: Path, replay: subprocess.Popen[bytes], stopping: list[int]
 ) -> None:
     """Print every alert change and a progress line every few seconds, until a signal."""
-    changes = AlertChanges()
-    store_url = f"sqlite:///{root / 'routewatch.db'}"
+    follower = AlertLogFollower(f"sqlite:///{root / 'routewatch.db'}")
     last_status = 0.0
     replay_done = False
     while not stopping:
         children.check()
-        entries: list[dict[str, Any]] = []
-        batches = 0
-        states: dict[str, int] = {}
-        if (root / "routewatch.db").exists():
-            try:
-                store = open_store(store_url, readonly=True)
-                try:
-                    entries = store.alert_log(after=changes.after)
-                    batches = int(store.db.execute("SELECT COUNT(*) FROM batches").fetchone()[0])
-                    rows = store.db.execute("SELECT state, COUNT(*) FROM alerts GROUP BY state")
-                    states = {str(state): int(n) for state, n in rows}
-                finally:
-                    store.close()
-            except StoreError:
-                pass  # not created or migrated yet, or busy: next second
-        for line in changes.lines(entries):
+        due = time.monotonic() - last_status > 10
+        for line in follower.poll(count=due):
             print(line, flush=True)
         if replay.poll() is not None and not replay_done:
             replay_done = True
             print(f"==> replay finished (status {replay.returncode}); the job and API keep running")
-        if time.monotonic() - last_status > 10:
+        if due:
             last_status = time.monotonic()
+            states = follower.states
             print(
-                f"    [{batches} micro-batches stored, {states.get('open', 0)} alert(s) open, "
-                f"{states.get('resolved', 0)} resolved]",
+                f"    [{states.get('open', 0)} alert(s) open, {states.get('resolved', 0)} "
+                "resolved]",
                 flush=True,
             )
         time.sleep(1)

@@ -119,6 +119,12 @@ class StreamingSettings(Settings):
         description="Heap of the job's Spark JVM (spark.driver.memory, e.g. 1536m); unset: "
         "Spark's default, 1g. Under spark-submit its --driver-memory applies instead.",
     )
+    spark_driver_java_options: str = Field(
+        default="",
+        description="More options of the job's Spark JVM (spark.driver.extraJavaOptions), e.g. "
+        "its garbage collector; routewatch's logging configuration is added to them. Under "
+        "spark-submit its --driver-java-options apply instead.",
+    )
     spark_driver_host: str = Field(
         default="127.0.0.1",
         description="Address the driver binds to and executors reach it at; on a cluster of "
@@ -176,6 +182,8 @@ class StreamingSettings(Settings):
             conf["spark.driver.bindAddress"] = self.spark_driver_host
         if self.spark_driver_memory and not submitted:  # the driver's JVM is not started yet
             conf["spark.driver.memory"] = self.spark_driver_memory
+        if self.spark_driver_java_options and not submitted:
+            conf["spark.driver.extraJavaOptions"] = self.spark_driver_java_options
         if self.spark_packages:
             conf["spark.jars.packages"] = self.spark_packages
         if self.spark_jars:

@@ -13,17 +13,9 @@ from typing import IO, Protocol
 from emitter.settings import EmitterSettings
 from emitter.sinks.kafka import KafkaSink
 from routewatch.errors import RoutewatchError
+from routewatch.spool_origin import ORIGIN_FILE, ORIGINS, spool_origin
 
 __all__ = ["ORIGIN_FILE", "KafkaSink", "Sink", "SpoolSink", "StdoutSink", "claim_spool", "sink_for"]
-
-# What a spool holds, "live" (routewatch collect: a cluster's events) or "replayed" (routewatch
-# replay: traces, most often the emitter's simulations), kept in the spool itself. A dot file:
-# Spark's file source and the spool's cleaning pass over it.
-ORIGIN_FILE = ".routewatch-origin"
-ORIGINS = {
-    "live": "a live cluster's events (routewatch collect writes there)",
-    "replayed": "replayed traces (routewatch replay wrote there)",
-}
 
 
 class Sink(Protocol):
@@ -136,12 +128,7 @@ def claim_spool(spool: Path, origin: str) -> None:
     resolve and diverge with them in the job's tables. A spool without a mark (written before
     marks existed) is claimed."""
     marker = spool / ORIGIN_FILE
-    try:
-        held = marker.read_text().strip()
-    except FileNotFoundError:
-        held = ""
-    except OSError as exc:
-        raise RoutewatchError(f"cannot read {marker}: {exc.strerror}.") from None
+    held = spool_origin(spool)
     if held and held != origin:
         what = ORIGINS.get(held, f"events of origin '{held}'")
         raise RoutewatchError(

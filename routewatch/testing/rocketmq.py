@@ -717,17 +717,24 @@ class Proxy(_Process):
 class RocketMQCluster:
     """A running cluster of NameServers and brokers, from a :class:`ClusterSpec`."""
 
-    def __init__(self, spec: ClusterSpec, workdir: Path, home: Path | None = None) -> None:
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        workdir: Path,
+        home: Path | None = None,
+        namesrv_ports: Mapping[str, int] | None = None,
+    ) -> None:
         self.spec = spec
         self.workdir = workdir
         self.home = home or rocketmq_home()
         self.release = release(self.home)
         self.major = self.release[0]  # 4 or 5: which release line's behaviour to expect
-        taken: set[int] = set()
+        taken: set[int] = set(namesrv_ports.values()) if namesrv_ports else set()
         self.namesrvs: dict[str, NameServer] = {}
         for name in spec.namesrvs:
-            port = free_port()
-            while port in taken:
+            # (given ports are the caller's to check; the others are drawn free)
+            port = (namesrv_ports or {}).get(name) or free_port()
+            while port in taken and name not in (namesrv_ports or {}):
                 port = free_port()
             taken.add(port)
             self.namesrvs[name] = NameServer(
