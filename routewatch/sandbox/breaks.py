@@ -2,14 +2,16 @@
 running sandbox, and the alert each raises (docs/sandbox.md):
 
 - ``template BROKER`` — the broker loses TBW102: it is stopped, TBW102 is taken out of its topic
-  table (``store/config/topics.json``, as after a lost or hand-edited file), it starts with
+  table (``store/config/topics.json``, its data version moved on, as after a hand-edited
+  file), it starts with
   auto-creation off (else it would make TBW102 again at start) and auto-creation is turned on at
   run time (``updateBrokerConfig``): ``TEMPLATE_MISSING`` at its next full registration (30 s).
   RocketMQ refuses to delete TBW102 by an admin request (4.9 always; 5.x unless its system-topic
   check is turned off), which is why it takes a restart.
 - ``kill BROKER`` — SIGKILL: ``BROKER_EXPIRED`` 120 s after its last heartbeat.
 - ``cut BROKER NAMESRV`` — the broker restarts registering with every NameServer but that one
-  (its ``namesrvAddr`` without it): ``NAMESRV_DIVERGENCE`` after 60 s.
+  (its ``namesrvAddr`` without it): ``NAMESRV_DIVERGENCE`` once its registration there has run
+  out (120 s) and 60 s of divergence, or sooner if the two route it differently.
 - ``perm BROKER`` — its write permission wiped (``updateBrokerConfig brokerPermission=4``,
   which it registers at once): its topics are routed read-only, and ``PARTIAL_COVERAGE`` says so
   of an auto-created topic it holds with no other writable holder.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,12 +53,17 @@ def _broker(cluster: RocketMQCluster, name: str) -> Broker:
 
 def _without_template(table: Path) -> None:
     """Take TBW102 out of a broker's topic table file (and its backup, which the broker loads
-    when the file is unreadable)."""
+    when the file is unreadable), moving its data version on as the broker does at every change
+    of its table: a table that changed under the same version would look unchanged to
+    everything that reads it by version (the NameServers, ``routewatch collect``)."""
     for path in (table, table.with_name(table.name + ".bak")):
         if not path.exists():
             continue
         data = json.loads(path.read_text())
         data.get("topicConfigTable", {}).pop(TEMPLATE, None)
+        version = data.setdefault("dataVersion", {})
+        version["counter"] = int(version.get("counter", 0)) + 1
+        version["timestamp"] = int(time.time() * 1000)
         path.write_text(json.dumps(data))
 
 
@@ -108,7 +116,8 @@ def break_cut(cluster: RocketMQCluster, name: str, namesrv: str) -> str:
         cluster.update_broker_config(name, "autoCreateTopicEnable", "true")
     return (
         f"broker {name} restarted registering with {', '.join(keep)} only: NAMESRV_DIVERGENCE "
-        f"after 60 s ({namesrv} no longer lists it)"
+        f"within about 3 minutes ({namesrv} no longer lists it: its registration there runs "
+        "out after 120 s, then 60 s of divergence)"
     )
 
 

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
@@ -240,11 +241,20 @@ def _run(args: argparse.Namespace, stopping: list[int]) -> int:
             "control": list(listener.address),
             "key": key.hex(),
         }
-        path = root / STATE
-        path.touch(mode=0o600)
-        path.write_text(json.dumps(state, indent=2))
+
+        def record() -> None:
+            """``sandbox.json``, with the PIDs of the processes running now."""
+            procs = {**cluster.namesrvs, **cluster.brokers}
+            pids = {n: p.pid for n, p in procs.items() if p.running}
+            path = root / STATE
+            path.touch(mode=0o600)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({**state, "pids": pids}, indent=2))
+            tmp.replace(path)
+
+        record()
         serving = threading.Thread(
-            target=_serve, args=(listener, cluster, lock, say), daemon=True, name="control"
+            target=_serve, args=(listener, cluster, lock, say, record), daemon=True, name="control"
         )
         serving.start()
         for line in _ready_lines(cluster, addr):
@@ -278,7 +288,13 @@ def _ready_lines(cluster: RocketMQCluster, addr: str) -> list[str]:
     return lines
 
 
-def _serve(listener: Listener, cluster: RocketMQCluster, lock: threading.Lock, say: Any) -> None:
+def _serve(
+    listener: Listener,
+    cluster: RocketMQCluster,
+    lock: threading.Lock,
+    say: Any,
+    record: Callable[[], None],
+) -> None:
     """Answer ``sandbox break`` requests, one at a time, until the listener closes."""
     while True:
         try:
@@ -291,7 +307,10 @@ def _serve(listener: Listener, cluster: RocketMQCluster, lock: threading.Lock, s
             try:
                 kind, target = conn.recv()
                 with lock:
-                    said = apply_break(cluster, kind, list(target))
+                    try:
+                        said = apply_break(cluster, kind, list(target))
+                    finally:
+                        record()
                 say(f"==> break {kind} {' '.join(target)}: {said}")
                 conn.send((True, said))
             except RoutewatchError as exc:
