@@ -45,6 +45,8 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "state_partitions": ("--one-core", "--big"),
     # where a batch's time and cores go, by stage, with 1 and 2 partitions (issue 38)
     "stage_profile": (),
+    # routewatch watch on the sandbox: memory, CPU at rest, the first alert (issue 73)
+    "watch_footprint": (),
 }
 
 
@@ -60,6 +62,8 @@ TARGETS = {
     "core_scaling": ">= 1.5x",
     "fleet_speedup_same_run": ">= 2x",
     "big_cluster_ratio": "<= 1.25x",
+    "watch_rss_mb": "<= 1024",
+    "watch_first_alert_s": "<= 90",
 }
 
 

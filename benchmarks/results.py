@@ -34,6 +34,8 @@ HEADLINE_KEYS = (
     "core_scaling",
     "fleet_speedup_same_run",
     "big_cluster_ratio",
+    "watch_rss_mb",
+    "watch_first_alert_s",
 )
 
 

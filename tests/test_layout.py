@@ -49,14 +49,32 @@ def _imported_modules(path: Path) -> set[str]:
     return modules
 
 
-def test_only_tests_and_benchmarks_use_the_launchers() -> None:
+def test_only_tests_benchmarks_and_the_sandbox_use_the_launchers() -> None:
+    """The test harness's launchers serve the tests and the benchmarks, and one command of
+    production code: ``routewatch sandbox``, which exposes its RocketMQ cluster to people
+    (docs/sandbox.md) rather than forking it."""
     testing = REPO / "routewatch" / "testing"
+    sandbox = REPO / "routewatch" / "sandbox"
     offenders = sorted(
         str(path.relative_to(REPO))
         for package in PACKAGES
         for path in (REPO / package).rglob("*.py")
         if testing not in path.parents
+        and sandbox not in path.parents
         and any(m.startswith("routewatch.testing") for m in _imported_modules(path))
+    )
+
+    assert offenders == []
+
+
+def test_nothing_but_its_command_imports_the_sandbox() -> None:
+    sandbox = REPO / "routewatch" / "sandbox"
+    offenders = sorted(
+        str(path.relative_to(REPO))
+        for package in PACKAGES
+        for path in (REPO / package).rglob("*.py")
+        if sandbox not in path.parents
+        and any(m.startswith("routewatch.sandbox") for m in _imported_modules(path))
     )
 
     assert offenders == []

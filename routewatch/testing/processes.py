@@ -64,6 +64,21 @@ def start_routewatch(
         )
 
 
+def run_routewatch(
+    argv: list[str], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``routewatch ARGV`` in this interpreter, run to its end; its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "routewatch.cli", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
 def group_alive(pgid: int) -> bool:
     """True while any process of the group ``pgid`` exists."""
     return _signal_reaches(os.killpg, pgid)

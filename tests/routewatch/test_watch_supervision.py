@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,23 +18,18 @@ import pytest
 
 from routewatch.store import open_store
 from routewatch.supervise import api_up
-from routewatch.testing.processes import free_port, group_alive, pid_alive, wait_for
+from routewatch.testing.processes import (
+    free_port,
+    group_alive,
+    pid_alive,
+    run_routewatch,
+    start_routewatch,
+    wait_for,
+)
 from routewatch.testing.rocketmq import free_broker_port
 from tests.support.rocketmq import require_rocketmq
 
 pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]
-
-
-def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "routewatch.cli", *argv],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
 
 
 def _pid(log: Path, name: str) -> int:
@@ -61,10 +55,11 @@ def test_watch_restarts_each_child_killed_and_no_alert_is_lost_or_doubled(
     env = {**os.environ, "ROUTEWATCH_DATA_DIR": str(tmp_path / "data")}
     first, port = free_broker_port(), free_port()
     sandbox_log, watch_log = tmp_path / "sandbox.out", tmp_path / "watch.out"
-    sandbox = _start(
+    sandbox = start_routewatch(
         ["sandbox", "--version", "4.9", "--namesrvs", "1", "--namesrv-port", str(first)],
         env,
         sandbox_log,
+        new_session=True,
     )
     watch: subprocess.Popen[bytes] | None = None
     url = f"http://127.0.0.1:{port}"
@@ -75,8 +70,11 @@ def test_watch_restarts_each_child_killed_and_no_alert_is_lost_or_doubled(
             "the sandbox running",
             interval=0.5,
         )
-        watch = _start(
-            ["watch", "--namesrv", f"127.0.0.1:{first}", "--port", str(port)], env, watch_log
+        watch = start_routewatch(
+            ["watch", "--namesrv", f"127.0.0.1:{first}", "--port", str(port)],
+            env,
+            watch_log,
+            new_session=True,
         )
         wait_for(lambda: api_up(url), 120, "watch's API answering", interval=0.5)
 
@@ -90,23 +88,7 @@ def test_watch_restarts_each_child_killed_and_no_alert_is_lost_or_doubled(
         # the job has the brokers from the collector: the topic is sent while watched, and
         # settles for 60 s, over the restarts
         wait_for(brokers_listed, 120, "the brokers in the API", interval=1)
-        sent = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "routewatch.cli",
-                "sandbox",
-                "send",
-                "Stuck",
-                "--broker",
-                "broker-a",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
+        sent = run_routewatch(["sandbox", "send", "Stuck", "--broker", "broker-a"], env)
         assert sent.stdout.startswith("SEND_OK broker-a")
         # while Stuck settles (60 s) in the job's state: the job and the API killed and
         # restarted; the alert opens all the same

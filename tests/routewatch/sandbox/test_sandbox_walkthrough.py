@@ -14,7 +14,6 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +22,20 @@ import httpx
 import orjson
 import pytest
 
-from routewatch.testing.processes import free_port, group_alive, pid_alive, wait_for
+from routewatch.testing.processes import (
+    free_port,
+    group_alive,
+    pid_alive,
+    run_routewatch,
+    start_routewatch,
+    wait_for,
+)
 from routewatch.testing.rocketmq import free_broker_port
 from tests.support.rocketmq import require_rocketmq
 
 pytestmark = [pytest.mark.rocketmq, pytest.mark.slow]
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "sandbox.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "sandbox.md"
 EXPECT = re.compile(
     r"#\s*->\s*(?P<kind>[A-Z_]+) (?P<subject>\S+)"
     r'(?: "(?P<says>[^"]+)")? within (?P<within>\d+) s\s*$'
@@ -83,18 +89,6 @@ def _open_alerts(url: str) -> dict[tuple[str, str], dict[str, object]]:
     return {(a["kind"], a["topic"] or a["broker"]): a for a in body.get("data", [])}
 
 
-def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "routewatch.cli", *argv[1:]],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-
-
 @pytest.mark.parametrize("version", ["5.5", "4.9"])
 def test_the_sandbox_walkthrough_as_docs_write_it(version: str, tmp_path: Path) -> None:
     require_rocketmq(int(version[0]))
@@ -117,7 +111,7 @@ def test_the_sandbox_walkthrough_as_docs_write_it(version: str, tmp_path: Path) 
     if version == "4.9":
         sandbox_argv += ["--version", "4.9"]
     sandbox_log, watch_log = tmp_path / "sandbox.out", tmp_path / "watch.out"
-    sandbox = _start(sandbox_argv, env, sandbox_log)
+    sandbox = start_routewatch(sandbox_argv[1:], env, sandbox_log, new_session=True)
     watch: subprocess.Popen[bytes] | None = None
     url = f"http://127.0.0.1:{api}"
     try:
@@ -130,20 +124,15 @@ def test_the_sandbox_walkthrough_as_docs_write_it(version: str, tmp_path: Path) 
         printed = sandbox_log.read_text()
         # it prints the address the page's watch command is written with
         assert f"NameServer address: 127.0.0.1:{first};127.0.0.1:{first + 1}" in printed
-        watch = _start([*localised(watch_step.argv), "--port", str(api)], env, watch_log)
+        watch_argv = [*localised(watch_step.argv)[1:], "--port", str(api)]
+        watch = start_routewatch(watch_argv, env, watch_log, new_session=True)
         pending: list[tuple[str, str, str, float]] = []  # alerts due: what, and by when
         named: set[tuple[str, str]] = set()
         curl_output = b""
         for step in rest:
             argv = localised(step.argv)
             if argv[0] == "routewatch":
-                done = subprocess.run(
-                    [sys.executable, "-m", "routewatch.cli", *argv[1:]],
-                    env=env,
-                    capture_output=True,
-                    timeout=180,
-                    check=False,
-                )
+                done = run_routewatch(argv[1:], env, timeout=180)
                 assert done.returncode == 0, (argv, done.stdout, done.stderr)
             else:  # curl: once every alert named so far is open, as the page says
                 for kind, subject, says, deadline in sorted(pending, key=lambda p: p[3]):
