@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from emitter.collect.cli import forward_dirs, namesrv_list, proxy_log_files, what_to_do
+from emitter.collect.cli import forward_dirs, proxy_log_files, what_to_do
 from emitter.collect.collector import Collector
 from emitter.collect.derive import Deriver
 from emitter.collect.metrics import CollectorMetrics
@@ -23,6 +23,7 @@ from emitter.collect.settings import CollectSettings
 from emitter.settings import EmitterSettings
 from emitter.sinks import sink_for
 from emitter.sinks.local import StdoutSink
+from routewatch.addresses import namesrv_list
 from routewatch.cli import build_parser, main
 from routewatch.errors import RoutewatchError
 from routewatch.settings import SettingsError, load
