@@ -171,11 +171,14 @@ def _alive(pid: int) -> bool:
 
 def _home(major: int, say: Any) -> Path:
     """The RocketMQ distribution of the release line, fetched with Maven when missing."""
+    if shutil.which("java") is None:
+        raise RoutewatchError(
+            "the sandbox runs RocketMQ on `java`, which is not on the PATH: install a JDK 17."
+        )
     try:
         return rocketmq_home(major)
     except RocketMQNotFoundError:
-        if shutil.which("java") is None:
-            raise
+        pass
     name = f"rocketmq{major}"
     try:
         return parts.install(name, log=lambda line: say(f"==> {line} (once; a few minutes)"))
@@ -229,7 +232,13 @@ def _run(args: argparse.Namespace, stopping: list[int]) -> int:
     key = secrets.token_bytes(32)
     listener = Listener(("127.0.0.1", free_port()), authkey=key)
     try:
-        cluster.start()
+        try:
+            cluster.start()
+        except (TimeoutError, RuntimeError) as exc:
+            raise RoutewatchError(
+                f"RocketMQ did not start ({str(exc).splitlines()[0]}): each process's output "
+                f"and logs are in {root}/<its name>/."
+            ) from None
         addr = cluster.namesrv_addr()
         state = {
             "pid": os.getpid(),
@@ -247,9 +256,11 @@ def _run(args: argparse.Namespace, stopping: list[int]) -> int:
             procs = {**cluster.namesrvs, **cluster.brokers}
             pids = {n: p.pid for n, p in procs.items() if p.running}
             path = root / STATE
-            path.touch(mode=0o600)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({**state, "pids": pids}, indent=2))
+            tmp.unlink(missing_ok=True)
+            # readable by its owner alone: it holds the key of the sandbox's control connection
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                f.write(json.dumps({**state, "pids": pids}, indent=2))
             tmp.replace(path)
 
         record()

@@ -168,7 +168,9 @@ def test_the_sandbox_walkthrough_as_docs_write_it(version: str, tmp_path: Path) 
                 if ln.split()[:1] == ["opened"] and kind in ln and f"/{subject}" in ln
             ]
             assert len(opened) == 1, (kind, subject, lines)
-        rocketmq = orjson.loads((tmp_path / "data" / "sandbox" / "sandbox.json").read_bytes())
+        state = tmp_path / "data" / "sandbox" / "sandbox.json"
+        assert state.stat().st_mode & 0o777 == 0o600  # its control key, its owner's alone
+        rocketmq = orjson.loads(state.read_bytes())
         assert set(rocketmq["pids"]) == {"ns1", "ns2", "broker-a", "broker-c"}  # broker-b killed
     finally:
         for proc in (watch, sandbox):
