@@ -14,14 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from routewatch.cli import plain_text
 from routewatch.errors import RoutewatchError
 from routewatch.listen import check_can_listen
 from routewatch.settings import Settings, load
-from routewatch.supervise import AlertLogFollower, Children, api_up, signals_set_a_flag
+from routewatch.supervise import AlertLogFollower, Children, signals_set_a_flag
 
 __all__ = ["register"]
 
@@ -126,23 +125,14 @@ def _demo(args: argparse.Namespace, stopping: list[int]) -> int:
             "above); fix what it names and run the demo again."
         )
 
-    children = Children(root)
+    children = Children(root, say=lambda line: print(line, flush=True))
     print(f"==> demo data directory: {root} (emptied; logs: stream.log, api.log, replay.log)")
     try:
         stream = children.start("stream", ["stream", "--source", "spool"], env).proc
         print(f"==> streaming job started (PID {stream.pid}): spool -> SQLite store")
         api = children.start("api", ["api"], env).proc
         print(f"==> API started (PID {api.pid}): {url}/docs")
-        deadline = time.monotonic() + STARTUP_S
-        while not stopping and not api_up(url):
-            children.check()
-            if time.monotonic() > deadline:
-                raise RoutewatchError(
-                    f"the API did not answer on {url} within {STARTUP_S:.0f} s: see "
-                    f"{root / 'api.log'}, or pick a free port with --port."
-                )
-            time.sleep(0.2)
-        if stopping:
+        if not children.wait_for_api(url, stopping, STARTUP_S):
             return 0
         for line in where_to_look(url):
             print(line)
@@ -173,23 +163,12 @@ def _watch(
     children: Children, root: Path, replay: subprocess.Popen[bytes], stopping: list[int]
 ) -> None:
     """Print every alert change and a progress line every few seconds, until a signal."""
-    follower = AlertLogFollower(f"sqlite:///{root / 'routewatch.db'}")
-    last_status = 0.0
-    replay_done = False
-    while not stopping:
-        children.check()
-        due = time.monotonic() - last_status > 10
-        for line in follower.poll(count=due):
-            print(line, flush=True)
+    replay_done: list[bool] = []
+
+    def say_when_replay_ends() -> None:
         if replay.poll() is not None and not replay_done:
-            replay_done = True
+            replay_done.append(True)
             print(f"==> replay finished (status {replay.returncode}); the job and API keep running")
-        if due:
-            last_status = time.monotonic()
-            states = follower.states
-            print(
-                f"    [{states.get('open', 0)} alert(s) open, {states.get('resolved', 0)} "
-                "resolved]",
-                flush=True,
-            )
-        time.sleep(1)
+
+    follower = AlertLogFollower(f"sqlite:///{root / 'routewatch.db'}")
+    children.follow(follower, stopping, 10, say_when_replay_ends)

@@ -138,6 +138,45 @@ class Children:
                 child.proc = self._spawn(child.name, child.argv, child.env)
                 self.say(f"==> {child.name} restarted (PID {child.pid})")
 
+    def wait_for_api(self, url: str, stopping: list[int], startup_s: float) -> bool:
+        """Wait until the API at ``url`` answers, acting on the children meanwhile
+        (:meth:`check`); False when a signal came first, one sentence after ``startup_s``."""
+        deadline = time.monotonic() + startup_s
+        while not stopping and not api_up(url):
+            self.check()
+            if time.monotonic() > deadline:
+                raise RoutewatchError(
+                    f"the API did not answer on {url} within {startup_s:.0f} s: see "
+                    f"{self.log('api')}, or pick a free port with --port."
+                )
+            time.sleep(0.2)
+        return not stopping
+
+    def follow(
+        self,
+        follower: AlertLogFollower,
+        stopping: list[int],
+        status_every_s: float,
+        each_round: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Until a signal: act on the children, print each alert change the follower reads, a
+        count of open and resolved alerts every ``status_every_s``, and run ``each_round``."""
+        last_status = time.monotonic()
+        while not stopping:
+            self.check()
+            due = time.monotonic() - last_status > status_every_s
+            for line in follower.poll(count=due):
+                self.say(line)
+            each_round()
+            if due:
+                last_status = time.monotonic()
+                states = follower.states
+                self.say(
+                    f"    [{states.get('open', 0)} alert(s) open, "
+                    f"{states.get('resolved', 0)} resolved]"
+                )
+            time.sleep(0.5)
+
     def stop(self, grace_s: float = 60.0) -> str:
         """SIGTERM every child at once, wait for all against one deadline, SIGKILL what is left;
         says which were stopped."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Mapping
 
 from routewatch.addresses import namesrv_list
@@ -26,7 +25,7 @@ from routewatch.errors import RoutewatchError
 from routewatch.listen import check_can_listen
 from routewatch.settings import Settings, load
 from routewatch.spool_origin import spool_origin
-from routewatch.supervise import AlertLogFollower, Children, api_up, signals_set_a_flag
+from routewatch.supervise import AlertLogFollower, Children, signals_set_a_flag
 
 __all__ = ["SIZES", "child_env", "register"]
 
@@ -140,16 +139,7 @@ def _watch(args: argparse.Namespace, stopping: list[int]) -> int:
         ):
             child = children.start(name, argv, env, on_exit="restart")
             print(f"==> {name} started (PID {child.pid})", flush=True)
-        deadline = time.monotonic() + STARTUP_S
-        while not stopping and not api_up(url):
-            children.check()
-            if time.monotonic() > deadline:
-                raise RoutewatchError(
-                    f"the API did not answer on {url} within {STARTUP_S:.0f} s: see "
-                    f"{children.log('api')}, or pick a free port with --port."
-                )
-            time.sleep(0.2)
-        if stopping:
+        if not children.wait_for_api(url, stopping, STARTUP_S):
             return 0
         print(f"    console:  {url}/")
         print(f"    API:      {url}/docs  (alerts: curl -s '{url}/alerts?state=open')")
@@ -158,21 +148,7 @@ def _watch(args: argparse.Namespace, stopping: list[int]) -> int:
             "summary changes (Ctrl-C stops everything):",
             flush=True,
         )
-        last_status = time.monotonic()
-        while not stopping:
-            children.check()
-            due = time.monotonic() - last_status > STATUS_EVERY_S
-            for line in follower.poll(count=due):
-                print(line, flush=True)
-            if due:
-                last_status = time.monotonic()
-                states = follower.states
-                print(
-                    f"    [{states.get('open', 0)} alert(s) open, "
-                    f"{states.get('resolved', 0)} resolved]",
-                    flush=True,
-                )
-            time.sleep(0.5)
+        children.follow(follower, stopping, STATUS_EVERY_S)
     finally:
         print(f"==> stopping {len(children.started)} process(es)...", flush=True)
         print(f"==> stopped {children.stop()}", flush=True)

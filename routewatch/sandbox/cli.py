@@ -32,7 +32,7 @@ from routewatch.sandbox.breaks import BREAKS, apply_break
 from routewatch.settings import Settings, load
 from routewatch.supervise import signals_set_a_flag
 from routewatch.testing import parts
-from routewatch.testing.processes import free_port
+from routewatch.testing.processes import free_port, pid_alive
 from routewatch.testing.rocketmq import (
     TOOL_HEAP,
     BrokerSpec,
@@ -148,22 +148,12 @@ def _state(args: argparse.Namespace) -> dict[str, Any]:
             f"no sandbox runs in {root}: start one with `routewatch sandbox` (in another "
             "terminal), or name its directory with --dir."
         ) from None
-    if not _alive(state["pid"]):
+    if not pid_alive(state["pid"]):
         raise RoutewatchError(
             f"the sandbox of {root} has stopped (PID {state['pid']} is gone): start it again "
             "with `routewatch sandbox`."
         )
     return state
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # -- up ----------------------------------------------------------------------------------------
@@ -208,7 +198,7 @@ def _run(args: argparse.Namespace, stopping: list[int]) -> int:
     root = _dir(args)
     with contextlib.suppress(FileNotFoundError, ValueError, KeyError):
         running = json.loads((root / STATE).read_text())
-        if _alive(running["pid"]):
+        if pid_alive(running["pid"]):
             raise RoutewatchError(
                 f"a sandbox runs in {root} already (PID {running['pid']}): stop it with Ctrl-C "
                 "in its terminal, or start another with --dir."
